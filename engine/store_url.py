@@ -1,0 +1,58 @@
+"""`--store` URLs → stores.
+
+    oxigraph:///abs/path    embedded store on disk (absolute path)
+    oxigraph://rel/path     embedded store on disk, relative to the working directory
+    oxigraph:memory         embedded in-memory store (SDK only: gone when the process ends)
+    neo4j://…, bolt://…, sparql+http(s)://…   later issues (Neo4j, SPARQL endpoints)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kgqa.errors import StoreError
+from kgqa.store import GraphStore, GraphWriter
+
+DEFAULT_STORE = "oxigraph://.kgqa/store"
+
+
+def default_store_url() -> str:
+    return os.environ.get("KGQA_STORE", DEFAULT_STORE)
+
+
+def embedded_path(url: str) -> Path | None:
+    """The on-disk path of an `oxigraph:` URL, or None for `oxigraph:memory`."""
+    if url == "oxigraph:memory":
+        return None
+    if not url.startswith("oxigraph://") or url == "oxigraph://":
+        raise StoreError(_unsupported(url))
+    rest = url.removeprefix("oxigraph://")
+    return Path(rest) if rest.startswith("/") else Path.cwd() / rest
+
+
+def _unsupported(url: str) -> str:
+    scheme = url.split(":", 1)[0] if ":" in url else url
+    if scheme in {"neo4j", "neo4j+s", "bolt", "sparql+http", "sparql+https"}:
+        return f"store {url!r}: {scheme} stores are not available in this version yet; use oxigraph:///path"
+    return f"store {url!r} is not a store URL; use oxigraph:///absolute/path or oxigraph://relative/path"
+
+
+def open_store(url: str, kg: str | None = None) -> GraphStore:
+    """Open a store read-only for question time."""
+    from kgqa.sparql.embedded import EmbeddedStore
+
+    path = embedded_path(url)
+    if path is None:
+        raise StoreError("oxigraph:memory cannot be reopened read-only; use EmbeddedWriter.open(None, kg).reader() in Python")
+    return EmbeddedStore.open(path, kg)
+
+
+def open_writer(url: str, kg: str) -> GraphWriter:
+    """Open a store for loading (loaders only)."""
+    from kgqa.sparql.embedded import EmbeddedWriter
+
+    path = embedded_path(url)
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+    return EmbeddedWriter.open(path, kg)

@@ -1,0 +1,205 @@
+"""Dataset readers: a file in, a stream of `Record`s out (facts, labels, or bad lines).
+
+Every record carries its position (line number; triple number for Turtle) so that a load can be
+resumed exactly where it stopped and every error can name file:line. Gzip is opened transparently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from kgqa.namespace import KGNamespace
+from kgqa.store import SourceFact, SourceNode
+
+FORMATS = ("metaqa", "tsv", "nt", "ttl")
+LABEL_PREDICATES = frozenset(
+    {
+        "http://www.w3.org/2000/01/rdf-schema#label",
+        "http://www.w3.org/2004/02/skos/core#prefLabel",
+        "http://schema.org/name",
+        "https://schema.org/name",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Bad:
+    line: int
+    reason: str
+    text: str
+    fatal: bool = False  # the reader cannot go on past it (a Turtle syntax error), --skip-bad or not
+
+
+@dataclass(frozen=True)
+class Label:
+    iri: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Record:
+    position: int  # line (or triple, for Turtle) this record ends at; resumption skips positions ≤ committed
+    item: SourceFact | Label | Bad | None  # None: a blank or comment line, counted but empty
+
+
+class ByteCounter:
+    """How far into the (possibly compressed) file the reader is, for progress bars."""
+
+    def __init__(self, raw: IO[bytes]):
+        self._raw = raw
+
+    def tell(self) -> int:
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+
+def detect_format(path: Path) -> str:
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith((".nt", ".ntriples")):
+        return "nt"
+    if name.endswith((".ttl", ".turtle")):
+        return "ttl"
+    if name.endswith((".tsv", ".tab")):
+        return "tsv"
+    if name.endswith(".txt"):
+        with _open_text(path)[0] as text:
+            for line in text:
+                if line.strip():
+                    return "metaqa" if line.count("|") >= 2 and "\t" not in line else "tsv"
+        return "metaqa"
+    raise ValueError(f"{path}: cannot tell the format from the name; pass --format ({', '.join(FORMATS)})")
+
+
+def _open_text(path: Path) -> tuple[IO[str], ByteCounter]:
+    raw = open(path, "rb")
+    counter = ByteCounter(raw)
+    magic = raw.read(2)
+    raw.seek(0)
+    stream: IO[bytes] = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw  # type: ignore[assignment]
+    return io.TextIOWrapper(stream, encoding="utf-8", newline=None), counter
+
+
+def read(path: Path, fmt: str, ns: KGNamespace) -> tuple[Iterator[Record], ByteCounter]:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    text, counter = _open_text(path)
+    readers = {"metaqa": _delimited, "tsv": _delimited, "nt": _ntriples, "ttl": _turtle}
+    return readers[fmt](text, fmt, ns, path), counter
+
+
+def _minted(ns: KGNamespace, value: str, relation: bool = False) -> SourceNode:
+    return SourceNode(ns.relation(value) if relation else ns.entity(value), value)
+
+
+def _delimited(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
+    """MetaQA `subject|relation|object` or TSV `subject<TAB>relation<TAB>object`."""
+    sep = "|" if fmt == "metaqa" else "\t"
+    with text:
+        for number, line in enumerate(text, start=1):
+            stripped = line.rstrip("\r\n")
+            if not stripped.strip() or stripped.lstrip().startswith("#"):
+                yield Record(number, None)
+                continue
+            parts = stripped.split(sep)
+            if len(parts) != 3:
+                yield Record(number, Bad(number, f"expected 3 fields separated by {sep!r}, found {len(parts)}", stripped))
+                continue
+            s, r, o = (p.strip() for p in parts)
+            if not (s and r and o):
+                yield Record(number, Bad(number, "empty subject, relation or object", stripped))
+                continue
+            yield Record(number, SourceFact(_minted(ns, s), _minted(ns, r, relation=True), _minted(ns, o)))
+
+
+class _Converter:
+    """rdflib terms → our nodes: IRIs kept, blank nodes skolemised under the KG, literals become entities."""
+
+    def __init__(self, ns: KGNamespace):
+        self.ns = ns
+
+    def node(self, term) -> SourceNode:  # type: ignore[no-untyped-def]
+        from rdflib import BNode, Literal
+
+        if isinstance(term, BNode):
+            return SourceNode(self.ns.base + "b:" + str(term), None)
+        if isinstance(term, Literal):
+            return _minted(self.ns, str(term))
+        return SourceNode(str(term), None)
+
+    def record(self, position: int, s, p, o) -> Record:  # type: ignore[no-untyped-def]
+        from rdflib import Literal
+
+        if str(p) in LABEL_PREDICATES and isinstance(o, Literal):
+            return Record(position, Label(self.node(s).iri, str(o)))
+        return Record(position, SourceFact(self.node(s), SourceNode(str(p), None), self.node(o)))
+
+
+def _ntriples(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
+    """rdflib's N-Triples parser, fed one line at a time: streaming, and errors know their line."""
+    from rdflib.plugins.parsers.ntriples import ParseError, W3CNTriplesParser
+
+    class Sink:
+        triple_ = None
+
+        def triple(self, s, p, o):  # type: ignore[no-untyped-def]
+            self.triple_ = (s, p, o)
+
+    sink = Sink()
+    parser = W3CNTriplesParser(sink=sink)  # type: ignore[arg-type]
+    bnodes: dict = {}
+    convert = _Converter(ns)
+    with text:
+        for number, line in enumerate(text, start=1):
+            sink.triple_ = None
+            parser.line = line.rstrip("\r\n")
+            try:
+                parser.parseline(bnode_context=bnodes)
+            except ParseError as err:
+                yield Record(number, Bad(number, f"N-Triples syntax error: {err}", line.rstrip()))
+                continue
+            yield Record(number, None if sink.triple_ is None else convert.record(number, *sink.triple_))
+
+
+def _turtle(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
+    """rdflib's Turtle parser in a thread, handing triples over a bounded queue: nothing builds an
+    in-memory graph. Turtle has no line-wise recovery, so a syntax error always stops the load."""
+    from rdflib import Graph
+
+    handoff: queue.Queue = queue.Queue(maxsize=10_000)
+    done = object()
+
+    class StreamingGraph(Graph):
+        def add(self, triple):  # type: ignore[no-untyped-def, override]
+            handoff.put(triple)
+            return self
+
+    def produce() -> None:
+        try:
+            with text:
+                StreamingGraph().parse(source=text, format="turtle", publicID=path.resolve().as_uri())
+            handoff.put(done)
+        except Exception as err:  # handed to the consumer, which names the file
+            handoff.put(err)
+
+    threading.Thread(target=produce, daemon=True, name=f"turtle:{path.name}").start()
+    convert = _Converter(ns)
+    position = 0
+    while True:
+        item = handoff.get()
+        if item is done:
+            return
+        if isinstance(item, Exception):
+            line = getattr(item, "lines", None)
+            yield Record(position + 1, Bad(int(line) + 1 if line is not None else 0, f"Turtle syntax error: {item}", "", fatal=True))
+            return
+        position += 1
+        yield convert.record(position, *item)

@@ -1,0 +1,29 @@
+"""SPARQL kept in *.rq files beside this module, rendered with escaped terms only."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+from kgqa.sparql.escape import SparqlTerm
+
+_SLOT = re.compile(r"\{\{(\w+)\}\}")
+
+
+@cache
+def template(name: str) -> str:
+    return resources.files(__package__).joinpath(f"{name}.rq").read_text(encoding="utf-8")
+
+
+def render(name: str, **terms: SparqlTerm) -> str:
+    """Fill `{{slot}}`s of `name.rq` (terms it has no slot for are ignored). Values must come from
+    `kgqa.sparql.escape`."""
+    for slot, value in terms.items():
+        if not isinstance(value, SparqlTerm):
+            raise TypeError(f"slot {slot!r} of {name}.rq got {type(value).__name__}, not an escaped SparqlTerm")
+    text = template(name)
+    missing = set(_SLOT.findall(text)) - terms.keys()
+    if missing:
+        raise KeyError(f"{name}.rq needs {sorted(missing)}")
+    return _SLOT.sub(lambda m: terms[m.group(1)], text)
