@@ -135,12 +135,12 @@ class _Converter:
             return _minted(self.ns, str(term))
         return SourceNode(str(term), None)
 
-    def record(self, position: int, s, p, o) -> Record:  # type: ignore[no-untyped-def]
+    def item(self, s, p, o) -> SourceFact | Label:  # type: ignore[no-untyped-def]
         from rdflib import Literal
 
         if str(p) in LABEL_PREDICATES and isinstance(o, Literal):
-            return Record(position, Label(self.node(s).iri, str(o)))
-        return Record(position, SourceFact(self.node(s), SourceNode(str(p), None), self.node(o)))
+            return Label(self.node(s).iri, str(o))
+        return SourceFact(self.node(s), SourceNode(str(p), None), self.node(o))
 
 
 def _ntriples(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
@@ -166,7 +166,7 @@ def _ntriples(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[
             except ParseError as err:
                 yield Record(number, Bad(number, f"N-Triples syntax error: {err}", line.rstrip()))
                 continue
-            yield Record(number, None if sink.triple_ is None else convert.record(number, *sink.triple_))
+            yield Record(number, None if sink.triple_ is None else convert.item(*sink.triple_))
 
 
 def _turtle(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
@@ -202,4 +202,4 @@ def _turtle(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Re
             yield Record(position + 1, Bad(int(line) + 1 if line is not None else 0, f"Turtle syntax error: {item}", "", fatal=True))
             return
         position += 1
-        yield convert.record(position, *item)
+        yield Record(position, convert.item(*item))

@@ -1,0 +1,157 @@
+"""Loaders against real files and real processes: formats, bad lines, idempotence, resume after kill."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kgqa.errors import BadInputLine
+from kgqa.loaders import load_file
+from kgqa.namespace import KGNamespace
+from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
+
+NS = KGNamespace("t")
+
+
+def _writer() -> EmbeddedWriter:
+    return EmbeddedWriter.open(None, "t")
+
+
+def test_metaqa_and_tsv_and_gzip_give_the_same_graph(tmp_path):
+    rows = [("Kismet", "directed_by", "William Dieterle"), ("Kismet", "release_year", "1944"), ("Bluebeard", "release_year", "1944")]
+    (tmp_path / "kb.txt").write_text("".join(f"{s}|{r}|{o}\n" for s, r, o in rows), encoding="utf-8")
+    (tmp_path / "kb.tsv").write_text("".join(f"{s}\t{r}\t{o}\n" for s, r, o in rows), encoding="utf-8")
+    with gzip.open(tmp_path / "kb.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write("".join(f"{s}\t{r}\t{o}\n" for s, r, o in rows))
+    graphs = []
+    for name in ("kb.txt", "kb.tsv", "kb.tsv.gz"):
+        w = _writer()
+        report = load_file(w, tmp_path / name)
+        assert report.facts_in_store == 3
+        graphs.append({q for q in w.store.quads_for_pattern(None, None, None, None) if ":load:" not in q.subject.value})
+    assert graphs[0] == graphs[1] == graphs[2]
+    reader = w.reader()
+    hit = reader.resolve(["william dieterle"])["william dieterle"][0]
+    assert hit.entity.iri == NS.entity("William Dieterle") and hit.match == "normalised" and hit.entity.label == "William Dieterle"
+
+
+def test_ntriples_keeps_iris_and_labels_and_skolemises_blank_nodes(tmp_path):
+    nt = tmp_path / "g.nt"
+    nt.write_text(
+        "<http://ex.org/a> <http://ex.org/knows> <http://ex.org/b> .\n"
+        '<http://ex.org/a> <http://www.w3.org/2000/01/rdf-schema#label> "Alice A." .\n'
+        '<http://ex.org/b> <http://ex.org/born> "1970" .\n'
+        "_:x <http://ex.org/knows> <http://ex.org/a> .\n"
+        "# a comment\n\n",
+        encoding="utf-8",
+    )
+    w = _writer()
+    report = load_file(w, nt)
+    assert report.facts_in_store == 3 and report.labels_written == 1
+    reader = w.reader()
+    assert reader.resolve(["alice a"])["alice a"][0].entity.iri == "http://ex.org/a"
+    assert reader.labels([NS.entity("1970")]) == {NS.entity("1970"): "1970"}
+    subjects = {q.subject.value for q in w.store.quads_for_pattern(None, None, None, None)}
+    assert any(s.startswith(NS.base + "b:") for s in subjects)
+
+
+def test_turtle_streams_through_rdflib(tmp_path):
+    ttl = tmp_path / "g.ttl"
+    ttl.write_text(
+        "@prefix ex: <http://ex.org/> .\n@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+        'ex:a ex:knows ex:b , ex:c ; rdfs:label "A" .\nex:b ex:knows ex:c .\n',
+        encoding="utf-8",
+    )
+    w = _writer()
+    report = load_file(w, ttl)
+    assert report.facts_in_store == 3 and report.labels_written == 1
+    assert w.reader().resolve(["A"])["A"][0].entity.iri == "http://ex.org/a"
+
+
+@pytest.mark.parametrize(
+    "name, content, bad_line",
+    [
+        ("bad.txt", "a|r|b\na|r\nc|r|d\n", 2),
+        ("bad.tsv", "a\tr\tb\n\na\t\tb\n", 3),
+        ("bad.nt", "<http://e/a> <http://e/r> <http://e/b> .\n<http://e/a> <http://e/r> .\n", 2),
+    ],
+)
+def test_malformed_line_names_file_and_line_or_is_skipped_and_counted(tmp_path, name, content, bad_line):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(BadInputLine) as info:
+        load_file(_writer(), path)
+    assert f"{path}:{bad_line}:" in str(info.value)
+    report = load_file(_writer(), path, skip_bad=True)
+    assert report.skipped == 1 and report.skipped_lines == [bad_line]
+
+
+def test_turtle_syntax_error_stops_even_with_skip_bad(tmp_path):
+    path = tmp_path / "bad.ttl"
+    path.write_text("@prefix ex: <http://ex.org/> .\nex:a ex:b ex:c .\nex:a ex:b .\n", encoding="utf-8")
+    with pytest.raises(BadInputLine) as info:
+        load_file(_writer(), path, skip_bad=True)
+    assert str(path) in str(info.value) and "Turtle syntax error" in str(info.value)
+
+
+def test_loading_twice_keeps_the_count(tmp_path):
+    path = tmp_path / "kb.txt"
+    path.write_text("".join(f"m{i}|r{i % 3}|e{i % 50}\n" for i in range(1000)) + "m1|r1|e1\n", encoding="utf-8")
+    store_dir = tmp_path / "store"
+    w = EmbeddedWriter.open(store_dir, "t")
+    first = load_file(w, path, batch_size=128)
+    second = load_file(w, path, batch_size=128)
+    forced = load_file(w, path, batch_size=77, force=True)
+    assert first.facts_in_store == second.facts_in_store == forced.facts_in_store == 1000
+    assert second.already_complete and forced.facts_written == 1001
+
+
+def _kgqa(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kgqa", *args]
+
+
+def test_killed_load_resumes_to_the_exact_count(tmp_path):
+    """A real `kgqa load` process is killed with SIGKILL mid-load; the rerun finishes at the exact count."""
+    path = tmp_path / "big.tsv"
+    unique = 300_000
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(unique):
+            f.write(f"movie {i}\trel{i % 7}\tentity {i % 5000}\n")
+        for i in range(0, unique, 1000):  # duplicates: a set of facts, not a list of lines
+            f.write(f"movie {i}\trel{i % 7}\tentity {i % 5000}\n")
+    store_dir = tmp_path / "store"
+    url = f"oxigraph://{store_dir}"
+    proc = subprocess.Popen(_kgqa("load", str(path), "--kg", "t", "--store", url, "--batch-size", "5000"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        written = sum(p.stat().st_size for p in store_dir.glob("*") if p.is_file()) if store_dir.exists() else 0
+        if written > 4_000_000:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the load finished before it could be killed; make the file bigger"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    w = EmbeddedWriter.open(store_dir, "t")
+    from kgqa.loaders.load import source_key
+
+    state = w.load_state(source_key(path, "tsv"))
+    partial = w.fact_count()
+    assert 0 < state.committed < unique and not state.complete
+    assert 0 < partial < unique
+    del w
+
+    rerun = subprocess.run(_kgqa("load", str(path), "--kg", "t", "--store", url, "--batch-size", "5000"),
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resumed after record" in rerun.stdout
+    store = EmbeddedStore.open(store_dir)
+    assert store.counts().facts == unique
