@@ -17,8 +17,8 @@ from kgqa.retrieval import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
 from kgqa.store_url import default_store_url, open_store, open_writer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Question answering over knowledge graphs in real graph stores.")
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 StoreOpt = Annotated[
     Optional[str],

@@ -1,0 +1,53 @@
+"""The `kgqa` command as a user runs it: a real process, a real on-disk store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import DEMO_KG
+
+
+def kgqa(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_load_subgraph_stats_and_clear_errors(tmp_path):
+    url = f"oxigraph://{tmp_path / 'store'}"
+    loaded = kgqa("load", str(DEMO_KG), "--kg", "demo", "--store", url)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "12,283 facts written" in loaded.stdout
+    again = kgqa("load", str(DEMO_KG), "--kg", "demo", "--store", url)
+    assert "already loaded completely (12,283 facts" in again.stdout
+
+    shown = kgqa("subgraph", "kismet", "--hops", "2", "--store", url)
+    assert shown.returncode == 0, shown.stderr
+    assert "Kismet (normalised match)" in shown.stdout and "store round trips 3" in shown.stdout
+
+    as_json = json.loads(kgqa("subgraph", "Kismet", "--hops", "2", "--lambda", "10", "--json", "--store", url).stdout)
+    assert as_json["lambda"] == 10 and as_json["linking"]["Kismet"][0]["match"] == "exact"
+    assert {e["hop"] for e in as_json["edges"]} == {1, 2}
+
+    stats = json.loads(kgqa("stats", "--json", "--store", url).stdout)
+    assert stats["facts"] == 12283 and stats["kg"] == "demo"
+
+    for args, message in [
+        (("subgraph", "No Such Film", "--store", url), "no entity labelled 'No Such Film'"),
+        (("subgraph", "Kismet", "--store", url, "--kg", "other"), "no KG named 'other'"),
+        (("stats", "--store", "neo4j://localhost:7687"), "not available in this version"),
+        (("load", str(tmp_path / "missing.txt"), "--store", url), "missing.txt: no such file"),
+    ]:
+        result = kgqa(*args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_bad_line_is_reported_with_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a|r|b\nbroken line\nc|r|d\n", encoding="utf-8")
+    url = f"oxigraph://{tmp_path / 'store'}"
+    failed = kgqa("load", str(bad), "--store", url)
+    assert failed.returncode == 2 and f"{bad}:2:" in failed.stderr and "Traceback" not in failed.stderr
+    skipped = kgqa("load", str(bad), "--store", url, "--skip-bad")
+    assert skipped.returncode == 0 and "skipped 1 malformed lines (first: 2)" in skipped.stdout

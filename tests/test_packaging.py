@@ -1,0 +1,57 @@
+"""A built wheel and the editable install expose the same `kgqa` modules and query files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+INVENTORY = r"""
+import importlib, json, pkgutil, sys
+from importlib import resources
+import kgqa
+# Walk every declared package's own __path__: under an editable install the subpackages live in
+# other folders (cypher/, sparql/, loaders/), so a walk of kgqa.__path__ alone would not see them.
+mods = set()
+for name in ("kgqa", "kgqa.sparql", "kgqa.cypher", "kgqa.loaders"):
+    pkg = importlib.import_module(name)
+    mods |= {m.name for m in pkgutil.iter_modules(pkg.__path__, name + ".")} | ({name} - {"kgqa"})
+mods = sorted(mods)
+for m in (m for m in mods if not m.endswith("__main__")):
+    importlib.import_module(m)
+files = sorted(
+    f"{pkg}/{f.name}" for pkg in ("kgqa.sparql", "kgqa.cypher")
+    for f in resources.files(pkg).iterdir() if f.name.endswith((".rq", ".cypher"))
+)
+print(json.dumps({"origin": kgqa.__file__, "modules": mods, "files": files}))
+"""
+
+
+def _inventory(env_path: str | None) -> dict:
+    env = {"PATH": "/usr/bin:/bin"}
+    if env_path:
+        env["PYTHONPATH"] = env_path
+    out = subprocess.run([sys.executable, "-c", INVENTORY], capture_output=True, text=True, env=env, cwd="/", check=True)
+    return json.loads(out.stdout)
+
+
+def test_wheel_and_editable_install_import_the_same_modules(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
+        check=True,
+    )
+    wheel = next((tmp_path / "dist").glob("kgqa-*.whl"))
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True)
+
+    editable = _inventory(None)
+    built = _inventory(str(site))
+    assert editable["origin"].startswith(str(ROOT / "engine"))
+    assert built["origin"].startswith(str(site / "kgqa"))
+    assert built["modules"] == editable["modules"]
+    assert built["files"] == editable["files"]
+    assert {"kgqa.sparql", "kgqa.cypher", "kgqa.loaders", "kgqa.retrieval", "kgqa.cli"} <= set(built["modules"])
+    assert "kgqa.sparql/expand_hop.rq" in built["files"]
