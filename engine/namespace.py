@@ -1,8 +1,8 @@
 """How a KG's strings become IRIs, and where its facts and bookkeeping live in an RDF store.
 
-Each KG gets its own namespace `urn:kgqa:kg:<name>:` with two named graphs: `…:data` holds the facts
-(IRI → IRI edges only) and `…:meta` holds labels, normalised labels, fan-out counts and load
-progress. Facts from RDF sources keep their own IRIs; MetaQA/TSV ids are minted here.
+Each KG gets its own namespace `urn:kgqa:kg:<name>:` with named graphs: `…:data` holds the facts
+(IRI → IRI edges only); `…:meta` holds labels, normalised labels, relation statistics and load
+progress; `…:fanout` and `…:fanin` hold the per-(entity, relation) group sizes APP caps on. Facts from RDF sources keep their own IRIs; MetaQA/TSV ids are minted here.
 """
 
 from __future__ import annotations
@@ -58,9 +58,15 @@ class KGNamespace:
     def relation(self, original: str) -> str:
         return self.base + "r:" + quote(original, safe="")
 
-    def fanout_predicate(self, relation_iri: str, inverse: bool) -> str:
-        """The meta-graph predicate under which (e, relation[⁻¹]) group sizes are stored."""
-        return self.base + ("fanin:" if inverse else "fanout:") + quote(relation_iri, safe="")
+    @property
+    def fanout_graph(self) -> str:
+        """(e, r, n): e has n objects along r. Stored at load time for APP's cap (KGFR eq. 7)."""
+        return self.base + "fanout"
+
+    @property
+    def fanin_graph(self) -> str:
+        """(e, r, n): e is the object of n facts along r, i.e. the size of the (e, r⁻¹) group."""
+        return self.base + "fanin"
 
     def load_record(self, source_key: str) -> str:
         return self.base + "load:" + quote(source_key, safe="")

@@ -40,10 +40,12 @@ class _Oxigraph:
         self.round_trips = 0
         self._meta = escape.iri(self.ns.meta_graph)
         self._data = escape.iri(self.ns.data_graph)
+        self._fanout = escape.iri(self.ns.fanout_graph)
+        self._fanin = escape.iri(self.ns.fanin_graph)
 
     def _select(self, name: str, **terms: escape.SparqlTerm) -> list[ox.QuerySolution]:
         self.round_trips += 1
-        return list(self._store.query(render(name, meta=self._meta, data=self._data, **terms)))
+        return list(self._store.query(render(name, meta=self._meta, data=self._data, fanout=self._fanout, fanin=self._fanin, **terms)))
 
     def close(self) -> None:
         # pyoxigraph frees the RocksDB handle with the object; drop our reference.
@@ -93,10 +95,14 @@ class EmbeddedStore(_Oxigraph):
             "expand_hop",
             frontier=escape.iri_list(frontier),
             reached=escape.iri_list(reached),
-            lam=escape.integer(lam),
             scan_limit=escape.integer(max(lam, len(reached))),
         )
-        return [Edge(r["s"].value, r["r"].value, r["inv"].value == "true", r["o"].value) for r in rows]
+        # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
+        return [
+            Edge(r["s"].value, r["r"].value, r["inv"].value == "true", r["o"].value)
+            for r in rows
+            if int(r["n"].value) <= lam or r["o"].value in reached
+        ]
 
     def labels(self, iris: Iterable[str]) -> dict[str, str]:
         iris = list(dict.fromkeys(iris))
@@ -218,22 +224,16 @@ class EmbeddedWriter(_Oxigraph):
     def finish(self, state: LoadState) -> None:
         """Fan-out counts per (e, r) and (e, r⁻¹) and per-relation fact counts, from the facts stored."""
         meta = ox.NamedNode(self.ns.meta_graph)
+        fanout, fanin = ox.NamedNode(self.ns.fanout_graph), ox.NamedNode(self.ns.fanin_graph)
+        self._store.clear_graph(fanout)
+        self._store.clear_graph(fanin)
         self._store.update(
-            f"""PREFIX k: <urn:kgqa:vocab:>
-            DELETE {{ GRAPH {self._meta} {{ ?e ?fp ?n }} }} WHERE {{ GRAPH {self._meta} {{ ?fp k:fanoutOf ?r . ?e ?fp ?n }} }};
-            DELETE {{ GRAPH {self._meta} {{ ?r k:factCount ?n }} }} WHERE {{ GRAPH {self._meta} {{ ?r k:factCount ?n }} }}"""
+            f"DELETE {{ GRAPH {self._meta} {{ ?r <{vocab('factCount')}> ?n }} }} WHERE {{ GRAPH {self._meta} {{ ?r <{vocab('factCount')}> ?n }} }}"
         )
-        fanout_of, inverse = ox.NamedNode(vocab("fanoutOf")), ox.NamedNode(vocab("inverse"))
-        predicates: dict[tuple[str, bool], ox.NamedNode] = {}
         quads: list[ox.Quad] = []
         for row in self._select("fanout_groups"):
-            key = (row["r"].value, row["inv"].value == "true")
-            fp = predicates.get(key)
-            if fp is None:
-                fp = predicates[key] = ox.NamedNode(self.ns.fanout_predicate(*key))
-                quads.append(ox.Quad(fp, fanout_of, row["r"], meta))
-                quads.append(ox.Quad(fp, inverse, ox.Literal("true" if key[1] else "false", datatype=XSD_BOOLEAN), meta))
-            quads.append(ox.Quad(row["e"], fp, ox.Literal(row["n"].value, datatype=XSD_INTEGER), meta))
+            graph = fanin if row["inv"].value == "true" else fanout
+            quads.append(ox.Quad(row["e"], row["r"], ox.Literal(row["n"].value, datatype=XSD_INTEGER), graph))
             if len(quads) >= 200_000:
                 self._store.extend(quads)
                 quads = []

@@ -1,0 +1,201 @@
+"""APP retrieval on the full MetaQA KB in the embedded store, beside two baselines, with and without
+a 1,000,000-edge hub. Prints a Markdown table and saves JSON (bench/results/retrieval.json).
+
+    .venv/bin/python bench/retrieval.py [--topics 500] [--baseline-topics 100] [--tog-topics 30]
+
+Baselines compute the same subgraph (checked on every topic they run):
+- naive: one round trip per hop that fetches every neighbour of the frontier, then caps in Python;
+- ToG-style: per frontier entity, one query for its relations, then one per (entity, relation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from kgqa import retrieve
+from kgqa.loaders import load_file
+from kgqa.namespace import KGNamespace
+from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
+from kgqa.store import LoadState
+
+ROOT = Path(__file__).resolve().parents[1]
+METAQA = ROOT.parent / "shared" / "data" / "metaqa"
+HUB_EDGES = 1_000_000
+
+
+def dev_topics(n: int, seed: int = 0) -> list[str]:
+    names: set[str] = set()
+    for hop in (1, 2, 3):
+        for line in open(METAQA / f"{hop}-hop" / "qa_dev.txt", encoding="utf-8"):
+            names.update(re.findall(r"\[([^\]]+)\]", line.split("\t")[0]))
+    return random.Random(seed).sample(sorted(names), n)
+
+
+def naive(store: EmbeddedStore, topics: list[str], hops: int, lam: int) -> set:
+    reached, frontier, edges = set(topics), list(topics), set()
+    for hop in range(1, hops + 1):
+        if not frontier:
+            break
+        groups: dict[tuple, list] = defaultdict(list)
+        for e in store.expand_uncapped(frontier):
+            groups[(e.head, e.relation, e.inverse)].append(e.tail)
+        before, new = frozenset(reached), set()
+        for (head, rel, inv), tails in groups.items():
+            for tail in (tails if len(tails) <= lam else [t for t in tails if t in before]):
+                edges.add((head, rel, inv, tail, hop))
+                if tail not in before:
+                    new.add(tail)
+        reached |= new
+        frontier = sorted(new)
+    return edges
+
+
+def tog(store: EmbeddedStore, topics: list[str], hops: int, lam: int, budget_s: float) -> set | None:
+    started = time.perf_counter()
+    reached, frontier, edges = set(topics), list(topics), set()
+    for hop in range(1, hops + 1):
+        before, new = frozenset(reached), set()
+        for head in frontier:
+            for rel, inv in store.relations_of(head):
+                tails = store.neighbours(head, rel, inv)
+                for tail in (tails if len(tails) <= lam else [t for t in tails if t in before]):
+                    edges.add((head, rel, inv, tail, hop))
+                    if tail not in before:
+                        new.add(tail)
+            if time.perf_counter() - started > budget_s:
+                return None
+        reached |= new
+        frontier = sorted(new)
+    return edges
+
+
+def timed(fn):
+    t = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - t
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--topics", type=int, default=500)
+    ap.add_argument("--baseline-topics", type=int, default=100)
+    ap.add_argument("--tog-topics", type=int, default=30)
+    ap.add_argument("--tog-budget", type=float, default=20.0, help="seconds per topic before ToG is cut off")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "retrieval.json")
+    args = ap.parse_args()
+    if not METAQA.exists():
+        print(f"needs {METAQA}", file=sys.stderr)
+        return 2
+    ns = KGNamespace("metaqa")
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = EmbeddedWriter.open(Path(tmp) / "store", "metaqa")
+        report, load_s = timed(lambda: load_file(writer, METAQA / "kb_reconstructed.txt"))
+        print(f"loaded {report.facts_in_store:,} facts in {load_s:.1f}s (on disk)", file=sys.stderr)
+        store = writer.reader()
+        names = dev_topics(args.topics)
+        linked = store.resolve(names)
+        topics = [hits[0].entity.iri for name in names if (hits := linked[name])]
+        rows = []
+        for hops in (1, 2, 3):
+            for lam in (10, 100, 1000):
+                app_t, nodes, edges, trips = [], [], [], []
+                for t in topics:
+                    sg, s = timed(lambda: retrieve(store, [t], hops, lam))
+                    app_t.append(s), nodes.append(sg.num_nodes), edges.append(sg.num_edges), trips.append(sg.trace.round_trips)
+                naive_t = []
+                for t in topics[: args.baseline_topics]:
+                    got, s = timed(lambda: naive(store, [t], hops, lam))
+                    assert got == retrieve(store, [t], hops, lam).edge_set(), ("naive differs", t, hops, lam)
+                    naive_t.append(s)
+                tog_t, tog_cut = [], 0
+                for t in topics[: args.tog_topics]:
+                    got, s = timed(lambda: tog(store, [t], hops, lam, args.tog_budget))
+                    if got is None:
+                        tog_cut += 1
+                        continue
+                    assert got == retrieve(store, [t], hops, lam).edge_set(), ("ToG differs", t, hops, lam)
+                    tog_t.append(s)
+                row = {
+                    "hops": hops, "lambda": lam, "topics": len(topics),
+                    "app_p50_ms": 1000 * pct(app_t, 50), "app_p95_ms": 1000 * pct(app_t, 95),
+                    "nodes_mean": statistics.mean(nodes), "edges_mean": statistics.mean(edges),
+                    "round_trips_max": max(trips),
+                    "naive_p50_ms": 1000 * pct(naive_t, 50), "naive_p95_ms": 1000 * pct(naive_t, 95), "naive_topics": len(naive_t),
+                    "tog_p50_ms": 1000 * pct(tog_t, 50) if tog_t else None, "tog_topics": len(tog_t), "tog_cut_off": tog_cut,
+                }
+                rows.append(row)
+                print(f"hops={hops} λ={lam}: APP p50 {row['app_p50_ms']:.1f} ms, naive p50 {row['naive_p50_ms']:.1f} ms", file=sys.stderr)
+
+        # The hub: 1,000,000 extra edges on one entity that sits on the topics' 2-hop paths.
+        director_movies: dict[str, list[str]] = defaultdict(list)
+        for line in open(METAQA / "kb_reconstructed.txt", encoding="utf-8"):
+            s, r, o = line.rstrip("\n").split("|")
+            if r == "directed_by":
+                director_movies[o].append(s)
+        director = max(sorted(director_movies), key=lambda d: len(director_movies[d]))
+        hub_topics = [ns.entity(m) for m in sorted(director_movies[director])] + [ns.entity(director)]
+
+        def hub_times() -> tuple[list[float], list[int]]:
+            times, sizes = [], []
+            for _ in range(3):  # three passes over the hub topics for a steadier p50
+                for t in hub_topics:
+                    sg, s = timed(lambda: retrieve(store, [t], 2, 100))
+                    times.append(s), sizes.append(sg.num_edges)
+            return times, sizes
+
+        without, sizes_without = hub_times()
+        naive_without = [timed(lambda: naive(store, [t], 2, 100))[1] for t in hub_topics]
+        data, meta = ox.NamedNode(ns.data_graph), ox.NamedNode(ns.meta_graph)
+        hub, rel = ox.NamedNode(ns.entity(director)), ox.NamedNode(ns.relation("bench_hub_link"))
+        _, attach_s = timed(lambda: writer.store.bulk_extend(
+            ox.Quad(hub, rel, ox.NamedNode(ns.entity(f"bench hub leaf {i}")), data) for i in range(HUB_EDGES)))
+        _, recount_s = timed(lambda: writer.finish(LoadState("bench-hub")))
+        print(f"hub attached to {director!r} in {attach_s:.1f}s; fan-out recount {recount_s:.1f}s", file=sys.stderr)
+        with_hub, sizes_with = hub_times()
+        naive_with = [timed(lambda: naive(store, [t], 2, 100))[1] for t in hub_topics]
+        hub_row = {
+            "hub_entity": director, "hub_edges": HUB_EDGES, "topics": len(hub_topics),
+            "app_p50_ms_without": 1000 * pct(without, 50), "app_p50_ms_with": 1000 * pct(with_hub, 50),
+            "app_p95_ms_without": 1000 * pct(without, 95), "app_p95_ms_with": 1000 * pct(with_hub, 95),
+            "ratio_p50": pct(with_hub, 50) / pct(without, 50),
+            "edges_mean_without": statistics.mean(sizes_without), "edges_mean_with": statistics.mean(sizes_with),
+            "naive_p50_ms_without": 1000 * pct(naive_without, 50), "naive_p50_ms_with": 1000 * pct(naive_with, 50),
+        }
+
+    print("\n## APP retrieval on MetaQA (embedded Oxigraph, on disk), per topic entity\n")
+    print("| hops | λ | topics | APP p50 ms | APP p95 ms | nodes (mean) | edges (mean) | round trips (max) | naive p50 ms | naive p95 ms | ToG-style p50 ms (n, cut off) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        tog_cell = f"{r['tog_p50_ms']:.1f} ({r['tog_topics']}, {r['tog_cut_off']})" if r["tog_p50_ms"] is not None else f"— (0, {r['tog_cut_off']})"
+        print(f"| {r['hops']} | {r['lambda']} | {r['topics']} | {r['app_p50_ms']:.2f} | {r['app_p95_ms']:.2f} | {r['nodes_mean']:.0f} | "
+              f"{r['edges_mean']:.0f} | {r['round_trips_max']} | {r['naive_p50_ms']:.2f} | {r['naive_p95_ms']:.2f} | {tog_cell} |")
+    h = hub_row
+    print(f"\n## 2-hop λ=100 with a {HUB_EDGES:,}-edge hub on {h['hub_entity']!r} ({h['topics']} topics: its movies and itself, 3 passes)\n")
+    print("| | APP p50 ms | APP p95 ms | edges (mean) | naive p50 ms |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| without hub | {h['app_p50_ms_without']:.2f} | {h['app_p95_ms_without']:.2f} | {h['edges_mean_without']:.0f} | {h['naive_p50_ms_without']:.2f} |")
+    print(f"| with hub | {h['app_p50_ms_with']:.2f} | {h['app_p95_ms_with']:.2f} | {h['edges_mean_with']:.0f} | {h['naive_p50_ms_with']:.2f} |")
+    print(f"\nAPP with/without hub (p50): {h['ratio_p50']:.2f}x")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"load_seconds": load_s, "rows": rows, "hub": hub_row}, indent=2))
+    print(f"\nsaved {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
