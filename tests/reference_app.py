@@ -10,13 +10,23 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 
-def reference_app(
-    triples: Iterable[tuple[str, str, str]], topics: Iterable[str], hops: int, lam: int
-) -> set[tuple[str, str, bool, str, int]]:
-    groups: dict[str, dict[tuple[str, bool], set[str]]] = defaultdict(lambda: defaultdict(set))
+Groups = dict[str, dict[tuple[str, bool], set[str]]]
+
+
+def index_groups(triples: Iterable[tuple[str, str, str]]) -> Groups:
+    """C_{e,r} for every entity and relation, inverse relations included."""
+    groups: Groups = defaultdict(lambda: defaultdict(set))
     for s, r, o in triples:
         groups[s][(r, False)].add(o)
         groups[o][(r, True)].add(s)
+    return groups
+
+
+def reference_app(
+    triples: Iterable[tuple[str, str, str]] | Groups, topics: Iterable[str], hops: int, lam: int
+) -> set[tuple[str, str, bool, str, int]]:
+    groups = triples if isinstance(triples, dict) else index_groups(triples)
+    topics = list(topics)
     reached = set(topics)
     frontier = set(topics)
     edges: set[tuple[str, str, bool, str, int]] = set()
