@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from kgqa.types import Edge, Entity, LinkedEntity
+from kgqa.types import Edge, LinkedEntity
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,6 @@ class LoadState:
     source_key: str
     committed: int = 0
     complete: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable

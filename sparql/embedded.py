@@ -17,7 +17,7 @@ from kgqa.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, local_name, vocab
 from kgqa.sparql import escape
 from kgqa.sparql.queries import render
 from kgqa.store import LoadState, RelationInfo, SourceFact, StoreCounts
-from kgqa.types import Edge, LinkedEntity, Entity
+from kgqa.types import Edge, Entity, LinkedEntity
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
 XSD_BOOLEAN = ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean")
@@ -74,15 +74,14 @@ class EmbeddedStore(_Oxigraph):
         for row in self._select("resolve_exact", labels=escape.SparqlTerm(" ".join(escape.literal(x) for x in set(labels)))):
             label = row["label"].value
             found[label].append(LinkedEntity(label, Entity(row["e"].value, label), "exact"))
-        missing = [label for label, hits in found.items() if not hits]
-        keys = {normalise_label(label): label for label in missing if normalise_label(label)}
-        if keys:
-            rows = self._select("resolve_normalised", keys=escape.SparqlTerm(" ".join(escape.literal(k) for k in keys)))
-            by_key: dict[str, list[LinkedEntity]] = {}
-            for row in rows:
-                by_key.setdefault(row["key"].value, []).append((row["e"].value, row["label"].value))  # type: ignore[arg-type]
+        missing = [label for label, hits in found.items() if not hits and normalise_label(label)]
+        if missing:
+            keys = {normalise_label(label) for label in missing}
+            matches: dict[str, set[tuple[str, str]]] = {}
+            for row in self._select("resolve_normalised", keys=escape.SparqlTerm(" ".join(escape.literal(k) for k in keys))):
+                matches.setdefault(row["key"].value, set()).add((row["e"].value, row["label"].value))
             for label in missing:
-                for iri, stored in sorted(set(by_key.get(normalise_label(label), []))):  # type: ignore[arg-type]
+                for iri, stored in sorted(matches.get(normalise_label(label), ())):
                     found[label].append(LinkedEntity(label, Entity(iri, stored), "normalised"))
         for label in found:
             found[label].sort(key=lambda hit: hit.entity.iri)

@@ -7,7 +7,6 @@ string cannot be spliced by mistake.
 
 from __future__ import annotations
 
-import math
 import re
 
 # SPARQL 1.1 IRIREF forbids these (and everything up to U+0020).
@@ -55,12 +54,6 @@ def integer(value: int) -> SparqlTerm:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"not an integer: {value!r}")
     return SparqlTerm(str(value))
-
-
-def number(value: float) -> SparqlTerm:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"not a finite number: {value!r}")
-    return SparqlTerm(repr(float(value)))
 
 
 def iri_list(values: list[str] | tuple[str, ...] | set[str]) -> SparqlTerm:
