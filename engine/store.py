@@ -81,7 +81,8 @@ class GraphWriter(Protocol):
     def load_state(self, source_key: str) -> LoadState: ...
 
     def write_batch(self, facts: Sequence[SourceFact], state: LoadState, committed: int) -> None:
-        """Write facts and labels, and record `committed` source records as done, atomically."""
+        """Write facts and labels, then record `committed` source records as done: the record is
+        written only after the facts it vouches for, so a crash can lose progress but never facts."""
         ...
 
     def add_labels(self, labels: Sequence[tuple[str, str]]) -> None:

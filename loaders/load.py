@@ -1,7 +1,7 @@
 """Batched, idempotent, resumable loading of a file into a store's writer.
 
 Idempotent: facts are a set in every store, so writing a record twice changes nothing.
-Resumable: each batch is committed together with the position it reaches; a rerun after a crash
+Resumable: after each batch is written the writer records the position it reached; a rerun after a crash
 re-reads the file, skips the records at or before the last committed position, and writes the rest.
 Fan-out counts (the APP cap's input) are recomputed from the stored facts when the file is done.
 """

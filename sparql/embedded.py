@@ -205,9 +205,9 @@ class EmbeddedWriter(_Oxigraph):
                 quads.append(ox.Quad(r, _TYPE, ox.NamedNode(vocab("Relation")), meta))
                 label = fact.relation.label if fact.relation.label is not None else local_name(fact.relation.iri)
                 quads.append(ox.Quad(r, _LABEL, ox.Literal(label), meta))
-        # The progress marker goes in the same atomic `extend` as the facts it vouches for.
-        quads.append(ox.Quad(self._record(state.source_key), _COMMITTED, ox.Literal(str(committed), datatype=XSD_INTEGER), meta))
-        self._store.extend(quads)
+        self._store.bulk_extend(quads)
+        # The progress marker is written only once the facts it vouches for are in the store.
+        self._store.extend([ox.Quad(self._record(state.source_key), _COMMITTED, ox.Literal(str(committed), datatype=XSD_INTEGER), meta)])
         state.committed = committed
 
     def add_labels(self, labels: Iterable[tuple[str, str]]) -> None:
@@ -229,13 +229,14 @@ class EmbeddedWriter(_Oxigraph):
         self._store.update(
             f"DELETE {{ GRAPH {self._meta} {{ ?r <{vocab('factCount')}> ?n }} }} WHERE {{ GRAPH {self._meta} {{ ?r <{vocab('factCount')}> ?n }} }}"
         )
+        # bulk_extend skips the per-transaction cost (MetaQA + a 1M-edge hub: finish 114 s → 47 s). Not
+        # atomic, which is safe here: the source is marked complete only after the counts are in,
+        # so an interrupted recount is redone by the rerun.
+        self._store.bulk_extend(
+            ox.Quad(row["e"], row["r"], ox.Literal(row["n"].value, datatype=XSD_INTEGER), fanin if row["inv"].value == "true" else fanout)
+            for row in self._select("fanout_groups")
+        )
         quads: list[ox.Quad] = []
-        for row in self._select("fanout_groups"):
-            graph = fanin if row["inv"].value == "true" else fanout
-            quads.append(ox.Quad(row["e"], row["r"], ox.Literal(row["n"].value, datatype=XSD_INTEGER), graph))
-            if len(quads) >= 200_000:
-                self._store.extend(quads)
-                quads = []
         for row in self._select("relation_counts"):
             quads.append(ox.Quad(row["r"], ox.NamedNode(vocab("factCount")), ox.Literal(row["n"].value, datatype=XSD_INTEGER), meta))
         quads.append(ox.Quad(self._record(state.source_key), _COMPLETE, ox.Literal("true", datatype=XSD_BOOLEAN), meta))
