@@ -1,9 +1,11 @@
 """`--store` URLs → stores.
 
-    oxigraph:///abs/path    embedded store on disk (absolute path)
-    oxigraph://rel/path     embedded store on disk, relative to the working directory
-    oxigraph:memory         embedded in-memory store (SDK only: gone when the process ends)
-    neo4j://…, bolt://…, sparql+http(s)://…   later issues (Neo4j, SPARQL endpoints)
+    oxigraph:///abs/path             embedded store on disk (absolute path)
+    oxigraph://rel/path              embedded store on disk, relative to the working directory
+    oxigraph:memory                  embedded in-memory store (SDK only: gone when the process ends)
+    oxigraph+http://host:port        an `oxigraph serve` server: read through /query, loaded through /store
+    sparql+http(s)://host:port/path  any SPARQL 1.1 query endpoint, read-only (Virtuoso: …/sparql)
+    neo4j://…, bolt://…              Neo4j: a later issue
 """
 
 from __future__ import annotations
@@ -33,13 +35,24 @@ def embedded_path(url: str) -> Path | None:
 
 def _unsupported(url: str) -> str:
     scheme = url.split(":", 1)[0] if ":" in url else url
-    if scheme in {"neo4j", "neo4j+s", "bolt", "sparql+http", "sparql+https"}:
+    if scheme in {"neo4j", "neo4j+s", "bolt"}:
         return f"store {url!r}: {scheme} stores are not available in this version yet; use oxigraph:///path"
-    return f"store {url!r} is not a store URL; use oxigraph:///absolute/path or oxigraph://relative/path"
+    return (
+        f"store {url!r} is not a store URL; use oxigraph:///absolute/path, oxigraph://relative/path, "
+        "oxigraph+http://host:port or sparql+http://host:port/path"
+    )
 
 
 def open_store(url: str, kg: str | None = None) -> GraphStore:
     """Open a store read-only for question time."""
+    if url.startswith(("sparql+http://", "sparql+https://")):
+        from kgqa.sparql.endpoint import SparqlEndpointStore
+
+        return SparqlEndpointStore.connect(url.removeprefix("sparql+"), kg)
+    if url.startswith(("oxigraph+http://", "oxigraph+https://")):
+        from kgqa.sparql.endpoint import SparqlEndpointStore
+
+        return SparqlEndpointStore.connect(url.removeprefix("oxigraph+").rstrip("/") + "/query", kg)
     from kgqa.sparql.embedded import EmbeddedStore
 
     path = embedded_path(url)
@@ -50,6 +63,12 @@ def open_store(url: str, kg: str | None = None) -> GraphStore:
 
 def open_writer(url: str, kg: str) -> GraphWriter:
     """Open a store for loading (loaders only)."""
+    if url.startswith(("oxigraph+http://", "oxigraph+https://")):
+        from kgqa.sparql.oxigraph_server import OxigraphServerWriter
+
+        return OxigraphServerWriter.open(url.removeprefix("oxigraph+"), kg)
+    if url.startswith(("sparql+http://", "sparql+https://")):
+        raise StoreError(f"store {url!r} is a read-only SPARQL endpoint; load through the server's own writer URL")
     from kgqa.sparql.embedded import EmbeddedWriter
 
     path = embedded_path(url)

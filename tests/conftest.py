@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ from kgqa.namespace import KGNamespace
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docker"))
+from launchers import OxigraphServer  # noqa: E402  (docker/ holds the server launchers)
+
 DEMO_KG = ROOT / "demo" / "metaqa-slice.txt.gz"
 SHARED_DATA = Path(os.environ.get("KGQA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
@@ -42,14 +46,26 @@ def hub_lines(entities: list[str], hub: str = "HUB", size: int = 400) -> list[st
 
 
 @pytest.fixture(scope="session")
-def demo_kg(tmp_path_factory) -> tuple[EmbeddedStore, list[tuple[str, str, str]]]:
-    """The bundled demo KG plus a synthetic hub, in an in-memory store, with its triples as IRIs."""
-    tmp = tmp_path_factory.mktemp("demo")
-    triples_file = tmp / "demo_with_hub.txt"
+def demo_file(tmp_path_factory) -> Path:
+    """The bundled demo KG plus a synthetic hub, as a MetaQA-format file."""
+    triples_file = tmp_path_factory.mktemp("demo") / "demo_with_hub.txt"
     with gzip.open(DEMO_KG, "rt", encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f if line.strip()]
     subjects = sorted({line.split("|")[0] for line in lines})
     triples_file.write_text("\n".join(lines + hub_lines(subjects)) + "\n", encoding="utf-8")
+    return triples_file
+
+
+@pytest.fixture(scope="session")
+def demo_kg(demo_file) -> tuple[EmbeddedStore, list[tuple[str, str, str]]]:
+    """The demo file in an in-memory embedded store, with its triples as IRIs."""
     writer = EmbeddedWriter.open(None, "demo")
-    load_file(writer, triples_file)
-    return writer.reader(), read_metaqa_triples(triples_file, "demo")
+    load_file(writer, demo_file)
+    return writer.reader(), read_metaqa_triples(demo_file, "demo")
+
+
+@pytest.fixture(scope="session")
+def oxigraph_server(tmp_path_factory):
+    """A real `oxigraph serve` on loopback for the whole session, stopped by PID at the end."""
+    with OxigraphServer(tmp_path_factory.mktemp("oxigraph") / "db") as server:
+        yield server

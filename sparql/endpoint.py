@@ -1,0 +1,108 @@
+"""Any SPARQL 1.1 endpoint over HTTP (Virtuoso, `oxigraph serve`, …), read-only.
+
+Plain `http.client` rather than SPARQLWrapper: one kept-alive connection per store (a hop is one
+round trip, so connection set-up would dominate), and direct access to the response headers that
+reveal Virtuoso's silent truncation (`X-SPARQL-MaxRows`) and partial results on timeout
+(`X-SQL-State: S1TAT`), which SPARQLWrapper hides.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from urllib.parse import urlencode, urlsplit
+
+from kgqa.errors import StoreError
+from kgqa.sparql.queries import render
+from kgqa.sparql.reader import Row, SparqlReader, pick_kg
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+class EndpointError(StoreError):
+    pass
+
+
+class HttpClient:
+    """One kept-alive HTTP connection to one server; every failure becomes an `EndpointError`."""
+
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT_S):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise StoreError(f"{url!r} is not an http(s) URL")
+        self.url = url
+        self.timeout = timeout
+        self._parts = parts
+        self._conn: http.client.HTTPConnection | None = None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
+            self._conn = cls(self._parts.hostname, self._parts.port, timeout=self.timeout)  # type: ignore[arg-type]
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def post(self, path: str, body: bytes, content_type: str, accept: str = "*/*") -> tuple[int, dict[str, str], bytes]:
+        headers = {"Content-Type": content_type, "Accept": accept}
+        target = (self._parts.path.rstrip("/") + path) or "/"
+        # A kept-alive connection the server has closed fails once; retry exactly once on a fresh one.
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request("POST", target, body=body, headers=headers)
+                resp = conn.getresponse()
+                return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                self.close()
+                if attempt == 2:
+                    raise EndpointError(f"{self.url} dropped the connection: {exc}") from exc
+            except (socket.timeout, TimeoutError) as exc:
+                self.close()
+                raise EndpointError(f"{self.url} did not answer within {self.timeout:.0f}s") from exc
+            except OSError as exc:
+                self.close()
+                raise EndpointError(f"{self.url} is unreachable: {exc}") from exc
+        raise AssertionError("unreachable")
+
+
+class SparqlEndpointStore(SparqlReader):
+    """`kgqa.store.GraphStore` over a SPARQL query endpoint (it only ever sends SELECT queries)."""
+
+    def __init__(self, query_url: str, kg: str, timeout: float = DEFAULT_TIMEOUT_S):
+        super().__init__(kg)
+        self.url = query_url
+        self._http = HttpClient(query_url, timeout)
+
+    @classmethod
+    def connect(cls, query_url: str, kg: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> "SparqlEndpointStore":
+        """Open the endpoint, choosing the KG it holds when `kg` is None."""
+        probe = cls(query_url, "probe", timeout)
+        kgs = sorted(row["name"] for row in probe._execute("kgs", render("kgs")))
+        probe.kg = pick_kg(kgs, kg, query_url)
+        return cls(query_url, probe.kg, timeout) if probe.kg != "probe" else probe
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _execute(self, name: str, query: str) -> list[Row]:
+        status, headers, payload = self._http.post(
+            "", urlencode({"query": query}).encode(), "application/x-www-form-urlencoded", "application/sparql-results+json"
+        )
+        if status != 200:
+            raise EndpointError(f"{name}.rq: SPARQL endpoint {self.url} answered HTTP {status}: {payload[:300].decode(errors='replace')}")
+        if headers.get("x-sql-state") == "S1TAT":
+            raise EndpointError(f"{name}.rq: {self.url} hit its time limit and returned partial results (X-SQL-State: S1TAT)")
+        data = json.loads(payload)
+        bindings = data["results"]["bindings"]
+        max_rows = headers.get("x-sparql-maxrows")
+        if max_rows is not None and len(bindings) >= int(max_rows):
+            raise EndpointError(
+                f"{name}.rq: {self.url} cut the result at its row limit ({max_rows} rows, X-SPARQL-MaxRows); "
+                "raise ResultSetMaxRows in the server's [SPARQL] settings"
+            )
+        return [{var: cell["value"] for var, cell in row.items()} for row in bindings]

@@ -1,0 +1,120 @@
+"""The read side (`kgqa.store.GraphStore`) over any SPARQL 1.1 engine.
+
+Subclasses say how a query runs (`_execute`: embedded pyoxigraph, or HTTP to an endpoint); every
+query is one of this folder's *.rq files, rendered with escaped terms only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+
+from kgqa.errors import UnknownKG
+from kgqa.labels import normalise_label
+from kgqa.namespace import KGNamespace, local_name
+from kgqa.sparql import escape
+from kgqa.sparql.queries import render
+from kgqa.store import RelationInfo, StoreCounts
+from kgqa.types import Edge, Entity, LinkedEntity
+
+Row = dict[str, str]  # variable → lexical value; unbound variables are absent
+
+
+class SparqlReader:
+    def __init__(self, kg: str):
+        self.ns = KGNamespace(kg)
+        self.kg = kg
+        self.round_trips = 0
+        self._graphs = {
+            "meta": escape.iri(self.ns.meta_graph),
+            "data": escape.iri(self.ns.data_graph),
+            "fanout": escape.iri(self.ns.fanout_graph),
+            "fanin": escape.iri(self.ns.fanin_graph),
+        }
+
+    def _execute(self, name: str, query: str) -> list[Row]:
+        raise NotImplementedError
+
+    def _select(self, name: str, **terms: escape.SparqlTerm) -> list[Row]:
+        self.round_trips += 1
+        return self._execute(name, render(name, **self._graphs, **terms))
+
+    def close(self) -> None:
+        pass
+
+    def resolve(self, labels: Sequence[str]) -> dict[str, list[LinkedEntity]]:
+        found: dict[str, list[LinkedEntity]] = {label: [] for label in labels}
+        if not labels:
+            return found
+        for row in self._select("resolve_exact", labels=escape.SparqlTerm(" ".join(escape.literal(x) for x in set(labels)))):
+            found[row["label"]].append(LinkedEntity(row["label"], Entity(row["e"], row["label"]), "exact"))
+        missing = [label for label, hits in found.items() if not hits and normalise_label(label)]
+        if missing:
+            keys = {normalise_label(label) for label in missing}
+            matches: dict[str, set[tuple[str, str]]] = {}
+            for row in self._select("resolve_normalised", keys=escape.SparqlTerm(" ".join(escape.literal(k) for k in keys))):
+                matches.setdefault(row["key"], set()).add((row["e"], row["label"]))
+            for label in missing:
+                for iri, stored in sorted(matches.get(normalise_label(label), ())):
+                    found[label].append(LinkedEntity(label, Entity(iri, stored), "normalised"))
+        for label in found:
+            found[label].sort(key=lambda hit: hit.entity.iri)
+        return found
+
+    def expand(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
+        if not frontier:
+            return []
+        rows = self._select(
+            "expand_hop",
+            frontier=escape.iri_list(frontier),
+            reached=escape.iri_list(reached),
+            scan_limit=escape.integer(max(lam, len(reached))),
+        )
+        # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
+        return [
+            Edge(r["s"], r["r"], r["inv"] in ("true", "1"), r["o"])
+            for r in rows
+            if int(r["n"]) <= lam or r["o"] in reached
+        ]
+
+    def labels(self, iris: Iterable[str]) -> dict[str, str]:
+        iris = list(dict.fromkeys(iris))
+        out = {iri: local_name(iri) for iri in iris}
+        if iris:
+            for row in self._select("labels", entities=escape.iri_list(iris)):
+                out[row["e"]] = row["label"]
+        return out
+
+    def relations(self) -> list[RelationInfo]:
+        return [RelationInfo(r["r"], r["label"], int(r["facts"])) for r in self._select("relations")]
+
+    def counts(self) -> StoreCounts:
+        facts = int(self._select("count_facts")[0]["n"])
+        entities = int(self._select("count_entities")[0]["n"])
+        return StoreCounts(facts=facts, entities=entities, relations=len(self.relations()))
+
+    # --- baselines for bench/retrieval.py; not used by the engine ---
+    def expand_uncapped(self, frontier: Sequence[str]) -> list[Edge]:
+        if not frontier:
+            return []
+        rows = self._select("expand_all", frontier=escape.iri_list(frontier))
+        return [Edge(r["s"], r["r"], r["inv"] in ("true", "1"), r["o"]) for r in rows]
+
+    def relations_of(self, entity: str) -> list[tuple[str, bool]]:
+        return [(r["r"], r["inv"] in ("true", "1")) for r in self._select("relations_of", entity=escape.iri(entity))]
+
+    def neighbours(self, entity: str, relation: str, inverse: bool) -> list[str]:
+        name = "neighbours_in" if inverse else "neighbours_out"
+        return [r["o"] for r in self._select(name, entity=escape.iri(entity), relation=escape.iri(relation))]
+
+
+def pick_kg(kgs: list[str], kg: str | None, where: str) -> str:
+    """The KG to read: the one named, or the only one there is."""
+    if kg is None:
+        if len(kgs) == 1:
+            return kgs[0]
+        if not kgs:
+            raise UnknownKG(f"the store at {where} holds no KG yet")
+        raise UnknownKG(f"the store at {where} holds several KGs ({', '.join(kgs)}); name one with --kg")
+    if kg not in kgs:
+        raise UnknownKG(f"no KG named {kg!r} in the store at {where}; it holds: {', '.join(kgs) or 'none'}")
+    return kg

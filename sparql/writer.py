@@ -1,0 +1,131 @@
+"""The loader side of every RDF store: which quads a batch of facts becomes, how progress is
+recorded, and how fan-out counts are rebuilt. Subclasses only say how quads and updates reach
+their store (embedded pyoxigraph, or an `oxigraph serve` server over HTTP)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+import pyoxigraph as ox
+
+from kgqa.labels import normalise_label
+from kgqa.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, local_name, vocab
+from kgqa.sparql import escape
+from kgqa.sparql.queries import render
+from kgqa.sparql.reader import SparqlReader
+from kgqa.store import LoadState, SourceFact
+
+XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
+XSD_BOOLEAN = ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean")
+_LABEL = ox.NamedNode(RDFS_LABEL)
+_TYPE = ox.NamedNode(RDF_TYPE)
+_NORMALISED = ox.NamedNode(vocab("normalisedLabel"))
+_COMMITTED = vocab("committedRecords")
+_COMPLETE = vocab("complete")
+_FACT_COUNT = ox.NamedNode(vocab("factCount"))
+
+
+class RdfWriter:
+    """`kgqa.store.GraphWriter` for RDF stores."""
+
+    def __init__(self, kg: str, read: SparqlReader):
+        self.kg = kg
+        self.ns = KGNamespace(kg)
+        self._read = read  # the aggregate queries a load ends with
+        self._meta = ox.NamedNode(self.ns.meta_graph)
+
+    # --- what a subclass provides ---
+    def _add(self, quads: Iterable[ox.Quad], bulk: bool) -> None:
+        """Add quads; `bulk` may skip transactions (the caller only relies on it finishing)."""
+        raise NotImplementedError
+
+    def _update(self, sparql_update: str) -> None:
+        raise NotImplementedError
+
+    def _flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    # --- shared ---
+    def register(self) -> None:
+        kg = ox.NamedNode(self.ns.iri)
+        self._add(
+            [
+                ox.Quad(kg, _TYPE, ox.NamedNode(vocab("KnowledgeGraph")), self._meta),
+                ox.Quad(kg, ox.NamedNode(vocab("name")), ox.Literal(self.kg), self._meta),
+            ],
+            bulk=False,
+        )
+
+    def _record(self, source_key: str) -> str:
+        return self.ns.load_record(hashlib.sha256(source_key.encode()).hexdigest()[:32])
+
+    def load_state(self, source_key: str) -> LoadState:
+        rows = self._read._select("load_state", record=escape.iri(self._record(source_key)))
+        committed = [int(r["v"]) for r in rows if r["p"] == _COMMITTED]
+        complete = any(r["p"] == _COMPLETE for r in rows)
+        return LoadState(source_key, max(committed, default=0), complete)
+
+    def write_batch(self, facts: Sequence[SourceFact], state: LoadState, committed: int) -> None:
+        data = ox.NamedNode(self.ns.data_graph)
+        meta = self._meta
+        quads: list[ox.Quad] = []
+        labelled: set[str] = set()
+        for fact in facts:
+            s, r, o = (ox.NamedNode(n.iri) for n in (fact.subject, fact.relation, fact.object))
+            quads.append(ox.Quad(s, r, o, data))
+            for node, term in ((fact.subject, s), (fact.object, o)):
+                if node.iri in labelled:
+                    continue
+                labelled.add(node.iri)
+                label = node.label if node.label is not None else local_name(node.iri)
+                quads.append(ox.Quad(term, _LABEL, ox.Literal(label), meta))
+                quads.append(ox.Quad(term, _NORMALISED, ox.Literal(normalise_label(label)), meta))
+            if fact.relation.iri not in labelled:
+                labelled.add(fact.relation.iri)
+                quads.append(ox.Quad(r, _TYPE, ox.NamedNode(vocab("Relation")), meta))
+                label = fact.relation.label if fact.relation.label is not None else local_name(fact.relation.iri)
+                quads.append(ox.Quad(r, _LABEL, ox.Literal(label), meta))
+        self._add(quads, bulk=True)
+        # The progress marker is written only once the facts it vouches for are in the store.
+        marker = ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMMITTED), ox.Literal(str(committed), datatype=XSD_INTEGER), meta)
+        self._add([marker], bulk=False)
+        state.committed = committed
+
+    def add_labels(self, labels: Iterable[tuple[str, str]]) -> None:
+        """Explicit labels (rdfs:label and friends in RDF sources) for entities."""
+        quads = []
+        for iri, label in labels:
+            term = ox.NamedNode(iri)
+            quads.append(ox.Quad(term, _LABEL, ox.Literal(label), self._meta))
+            quads.append(ox.Quad(term, _NORMALISED, ox.Literal(normalise_label(label)), self._meta))
+        self._add(quads, bulk=True)
+
+    def finish(self, state: LoadState) -> None:
+        """Fan-out counts per (e, r) and (e, r⁻¹) and per-relation fact counts, from the facts stored.
+        Not atomic, and need not be: the source is marked complete only after the counts are in, so an
+        interrupted recount is redone by the rerun."""
+        graphs = {"meta": escape.iri(self.ns.meta_graph), "fanout": escape.iri(self.ns.fanout_graph), "fanin": escape.iri(self.ns.fanin_graph)}
+        self._update(render("clear_counts", **graphs))
+        fanout, fanin = ox.NamedNode(self.ns.fanout_graph), ox.NamedNode(self.ns.fanin_graph)
+        self._add(
+            (
+                ox.Quad(ox.NamedNode(row["e"]), ox.NamedNode(row["r"]), ox.Literal(row["n"], datatype=XSD_INTEGER), fanin if row["inv"] in ("true", "1") else fanout)
+                for row in self._read._select("fanout_groups")
+            ),
+            bulk=True,
+        )
+        quads = [
+            ox.Quad(ox.NamedNode(row["r"]), _FACT_COUNT, ox.Literal(row["n"], datatype=XSD_INTEGER), self._meta)
+            for row in self._read._select("relation_counts")
+        ]
+        quads.append(ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMPLETE), ox.Literal("true", datatype=XSD_BOOLEAN), self._meta))
+        self._add(quads, bulk=False)
+        self._flush()
+        state.complete = True
+
+    def fact_count(self) -> int:
+        return int(self._read._select("count_facts")[0]["n"])

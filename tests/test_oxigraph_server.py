@@ -1,0 +1,57 @@
+"""A real `oxigraph serve` server: loaded over HTTP, read over its SPARQL endpoint, same subgraphs
+as the embedded store."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kgqa import open_store, open_writer, retrieve
+from kgqa.errors import StoreError
+from kgqa.loaders import load_file
+from kgqa.namespace import KGNamespace
+from kgqa.sparql.endpoint import EndpointError, SparqlEndpointStore
+
+
+@pytest.fixture(scope="module")
+def server_store(oxigraph_server, demo_file):
+    url = "oxigraph+" + oxigraph_server.url
+    writer = open_writer(url, "demo")
+    first = load_file(writer, demo_file)
+    again = load_file(writer, demo_file, force=True)
+    assert first.facts_in_store == again.facts_in_store  # idempotent on the server too
+    writer.close()
+    return open_store(url)
+
+
+def test_server_subgraphs_equal_embedded(server_store, demo_kg):
+    embedded, triples = demo_kg
+    entities = sorted({e for s, _, o in triples for e in (s, o)})
+    hub = KGNamespace("demo").entity("HUB")
+    rng = random.Random(11)
+    for i in range(100):
+        topics = rng.sample(entities, rng.choice([1, 2])) + ([hub] if i % 5 == 0 else [])
+        hops, lam = 1 + i % 3, (2, 10, 100)[i % 3]
+        a = retrieve(server_store, topics, hops, lam)
+        b = retrieve(embedded, topics, hops, lam)
+        assert a.edge_set() == b.edge_set(), (topics, hops, lam)
+        assert a.nodes == b.nodes and a.node_labels == b.node_labels
+        assert a.trace.round_trips <= hops + 1
+
+
+def test_server_store_reads_like_the_embedded_one(server_store, demo_kg):
+    embedded, _ = demo_kg
+    assert server_store.kg == "demo"
+    assert server_store.counts() == embedded.counts()
+    assert server_store.relations() == embedded.relations()
+    assert server_store.resolve(["kismet", "No Such Film"]) == embedded.resolve(["kismet", "No Such Film"])
+
+
+def test_endpoint_errors_are_clear(oxigraph_server):
+    with pytest.raises(EndpointError, match="unreachable"):
+        SparqlEndpointStore.connect("http://127.0.0.1:9/query")
+    with pytest.raises(StoreError, match="no KG named 'nope'"):
+        SparqlEndpointStore.connect(oxigraph_server.url + "/query", "nope")
+    with pytest.raises(StoreError, match="read-only SPARQL endpoint"):
+        open_writer("sparql+" + oxigraph_server.url + "/query", "demo")
