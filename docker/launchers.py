@@ -88,3 +88,137 @@ class OxigraphServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+VIRTUOSO_PACKAGE = "virtuoso-opensource"
+VIRTUOSO_INI = Path("/etc/virtuoso-opensource-7/virtuoso.ini")
+
+
+def ensure_virtuoso_installed() -> None:
+    """Install Virtuoso 7 from Debian if `virtuoso-t` is missing: debconf preseeded, non-interactive.
+    The package starts no service here; `VirtuosoServer` runs its own instance."""
+    if shutil.which("virtuoso-t") and shutil.which("isql-vt"):
+        return
+    if os.geteuid() != 0:
+        raise PermissionError(f"virtuoso-t is missing and installing {VIRTUOSO_PACKAGE} needs root (apt-get)")
+    preseed = "\n".join(
+        f"virtuoso-opensource-7 virtuoso-opensource-7/{key} password dba" for key in ("dba-password", "dba-password-again")
+    ) + "\n"
+    subprocess.run(["debconf-set-selections"], input=preseed.encode(), check=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", VIRTUOSO_PACKAGE], check=True, env=env)
+
+
+def _patched_ini(template: str, values: dict[tuple[str, str], str]) -> str:
+    """Set `key = value` in `[section]`s of a Virtuoso ini, adding keys (and sections) it lacks."""
+    out: list[str] = []
+    section = None
+    pending = dict(values)
+
+    def flush_section() -> None:
+        for (sec, key), value in list(pending.items()):
+            if sec == section:
+                out.append(f"{key} = {value}")
+                del pending[(sec, key)]
+
+    for line in template.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            flush_section()
+            section = stripped[1:-1]
+            out.append(line)
+            continue
+        key = stripped.split("=", 1)[0].strip() if "=" in stripped and not stripped.startswith(";") else None
+        if key is not None and (section, key) in pending:
+            out.append(f"{key} = {pending.pop((section, key))}")
+        else:
+            out.append(line)
+    flush_section()
+    for (sec, key), value in pending.items():
+        out.append(f"[{sec}]\n{key} = {value}")
+    return "\n".join(out) + "\n"
+
+
+class VirtuosoServer:
+    """`virtuoso-t +foreground` with its own ini and database under `directory`, SQL and HTTP ports
+    on 127.0.0.1. `isql(...)` runs SQL as dba (the loader's privileged side); `sparql_url` is the
+    read endpoint the engine uses. Stopped with isql `shutdown;`, then by PID."""
+
+    def __init__(self, directory: Path, password: str = "dba"):
+        self.directory = Path(directory)
+        self.sql_port, self.http_port = free_port(), free_port()
+        self.password = password
+        self.sparql_url = f"http://127.0.0.1:{self.http_port}/sparql"
+        self.load_dir = self.directory / "load"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "VirtuosoServer":
+        ensure_virtuoso_installed()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.load_dir.mkdir(exist_ok=True)
+        d = self.directory
+        ini = _patched_ini(
+            VIRTUOSO_INI.read_text(),
+            {
+                ("Database", "DatabaseFile"): str(d / "virtuoso.db"),
+                ("Database", "ErrorLogFile"): str(d / "virtuoso.log"),
+                ("Database", "LockFile"): str(d / "virtuoso.lck"),
+                ("Database", "TransactionFile"): str(d / "virtuoso.trx"),
+                ("Database", "xa_persistent_file"): str(d / "virtuoso.pxa"),
+                ("TempDatabase", "DatabaseFile"): str(d / "virtuoso-temp.db"),
+                ("TempDatabase", "TransactionFile"): str(d / "virtuoso-temp.trx"),
+                ("Parameters", "ServerPort"): f"127.0.0.1:{self.sql_port}",
+                ("Parameters", "DirsAllowed"): f"., /usr/share/virtuoso-opensource-7/vad, {self.load_dir}",
+                ("Parameters", "NumberOfBuffers"): "340000",
+                ("Parameters", "MaxDirtyBuffers"): "250000",
+                ("HTTPServer", "ServerPort"): f"127.0.0.1:{self.http_port}",
+                ("SPARQL", "ResultSetMaxRows"): "10000000",
+                ("SPARQL", "MaxQueryExecutionTime"): "120",
+                ("SPARQL", "MaxQueryCostEstimationTime"): "0",
+            },
+        )
+        (d / "virtuoso.ini").write_text(ini)
+        log = open(d / "virtuoso-stdout.log", "wb")
+        self.proc = subprocess.Popen(["virtuoso-t", "+foreground", "+configfile", str(d / "virtuoso.ini")], cwd=d, stdout=log, stderr=subprocess.STDOUT)
+
+        def answers() -> bool:
+            query = urllib.request.Request(
+                self.sparql_url + "?query=ASK%7B%7D", headers={"Accept": "application/sparql-results+json"}
+            )
+            with urllib.request.urlopen(query, timeout=2) as resp:
+                return resp.status == 200
+
+        wait_until(answers, 120, f"virtuoso-t on ports {self.sql_port}/{self.http_port}", self.proc)
+        return self
+
+    def isql(self, *statements: str) -> str:
+        from kgqa.sparql.virtuoso import Isql
+
+        return Isql(f"127.0.0.1:{self.sql_port}", "dba", self.password, timeout_s=600).run(*statements)
+
+    @property
+    def writer_url(self) -> str:
+        """The `--store` URL that loads into this server (reads go to `"sparql+" + sparql_url`)."""
+        return f"virtuoso://127.0.0.1:{self.sql_port}?sparql={self.sparql_url}&load_dir={self.load_dir}"
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                self.isql("shutdown")
+            except Exception:
+                pass  # stopped below by PID
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                pass
+        stop(self.proc)
+        self.proc = None
+
+    def __enter__(self) -> "VirtuosoServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

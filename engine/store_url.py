@@ -5,6 +5,7 @@
     oxigraph:memory                  embedded in-memory store (SDK only: gone when the process ends)
     oxigraph+http://host:port        an `oxigraph serve` server: read through /query, loaded through /store
     sparql+http(s)://host:port/path  any SPARQL 1.1 query endpoint, read-only (Virtuoso: …/sparql)
+    virtuoso://host:sqlport?sparql=…&load_dir=…   loading into Virtuoso (bulk loader over isql)
     neo4j://…, bolt://…              Neo4j: a later issue
 """
 
@@ -67,6 +68,10 @@ def open_writer(url: str, kg: str) -> GraphWriter:
         from kgqa.sparql.oxigraph_server import OxigraphServerWriter
 
         return OxigraphServerWriter.open(url.removeprefix("oxigraph+"), kg)
+    if url.startswith("virtuoso://"):
+        from kgqa.sparql.virtuoso import VirtuosoWriter
+
+        return VirtuosoWriter.from_url(url, kg)
     if url.startswith(("sparql+http://", "sparql+https://")):
         raise StoreError(f"store {url!r} is a read-only SPARQL endpoint; load through the server's own writer URL")
     from kgqa.sparql.embedded import EmbeddedWriter

@@ -6,7 +6,8 @@ import re
 from functools import cache
 from importlib import resources
 
-from kgqa.sparql.escape import SparqlTerm
+from kgqa.namespace import KGNamespace
+from kgqa.sparql.escape import SparqlTerm, iri
 
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
 
@@ -27,3 +28,13 @@ def render(name: str, **terms: SparqlTerm) -> str:
     if missing:
         raise KeyError(f"{name}.rq needs {sorted(missing)}")
     return _SLOT.sub(lambda m: terms[m.group(1)], text)
+
+
+def graph_terms(ns: KGNamespace) -> dict[str, SparqlTerm]:
+    """The `{{meta}}`, `{{data}}`, `{{fanout}}`, `{{fanin}}` slots of a KG's queries."""
+    return {
+        "meta": iri(ns.meta_graph),
+        "data": iri(ns.data_graph),
+        "fanout": iri(ns.fanout_graph),
+        "fanin": iri(ns.fanin_graph),
+    }

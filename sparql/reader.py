@@ -12,7 +12,7 @@ from kgqa.errors import UnknownKG
 from kgqa.labels import normalise_label
 from kgqa.namespace import KGNamespace, local_name
 from kgqa.sparql import escape
-from kgqa.sparql.queries import render
+from kgqa.sparql.queries import graph_terms, render
 from kgqa.store import RelationInfo, StoreCounts
 from kgqa.types import Edge, Entity, LinkedEntity
 
@@ -24,12 +24,7 @@ class SparqlReader:
         self.ns = KGNamespace(kg)
         self.kg = kg
         self.round_trips = 0
-        self._graphs = {
-            "meta": escape.iri(self.ns.meta_graph),
-            "data": escape.iri(self.ns.data_graph),
-            "fanout": escape.iri(self.ns.fanout_graph),
-            "fanin": escape.iri(self.ns.fanin_graph),
-        }
+        self._graphs = graph_terms(self.ns)
 
     def _execute(self, name: str, query: str) -> list[Row]:
         raise NotImplementedError

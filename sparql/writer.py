@@ -12,7 +12,7 @@ import pyoxigraph as ox
 from kgqa.labels import normalise_label
 from kgqa.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, local_name, vocab
 from kgqa.sparql import escape
-from kgqa.sparql.queries import render
+from kgqa.sparql.queries import graph_terms, render
 from kgqa.sparql.reader import SparqlReader
 from kgqa.store import LoadState, SourceFact
 
@@ -108,8 +108,16 @@ class RdfWriter:
         """Fan-out counts per (e, r) and (e, r⁻¹) and per-relation fact counts, from the facts stored.
         Not atomic, and need not be: the source is marked complete only after the counts are in, so an
         interrupted recount is redone by the rerun."""
-        graphs = {"meta": escape.iri(self.ns.meta_graph), "fanout": escape.iri(self.ns.fanout_graph), "fanin": escape.iri(self.ns.fanin_graph)}
-        self._update(render("clear_counts", **graphs))
+        self._update(render("clear_counts", **graph_terms(self.ns)))
+        self._recount()
+        complete = ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMPLETE), ox.Literal("true", datatype=XSD_BOOLEAN), self._meta)
+        self._add([complete], bulk=False)
+        self._flush()
+        state.complete = True
+
+    def _recount(self) -> None:
+        """Read the group sizes and write them back in bulk. (In Oxigraph this beats an INSERT … SELECT
+        in the store: 46 s against 237 s for MetaQA plus a 1M-edge hub on disk.)"""
         fanout, fanin = ox.NamedNode(self.ns.fanout_graph), ox.NamedNode(self.ns.fanin_graph)
         self._add(
             (
@@ -118,14 +126,13 @@ class RdfWriter:
             ),
             bulk=True,
         )
-        quads = [
-            ox.Quad(ox.NamedNode(row["r"]), _FACT_COUNT, ox.Literal(row["n"], datatype=XSD_INTEGER), self._meta)
-            for row in self._read._select("relation_counts")
-        ]
-        quads.append(ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMPLETE), ox.Literal("true", datatype=XSD_BOOLEAN), self._meta))
-        self._add(quads, bulk=False)
-        self._flush()
-        state.complete = True
+        self._add(
+            [
+                ox.Quad(ox.NamedNode(row["r"]), _FACT_COUNT, ox.Literal(row["n"], datatype=XSD_INTEGER), self._meta)
+                for row in self._read._select("relation_counts")
+            ],
+            bulk=True,
+        )
 
     def fact_count(self) -> int:
         return int(self._read._select("count_facts")[0]["n"])
