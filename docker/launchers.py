@@ -145,7 +145,8 @@ class VirtuosoServer:
     on 127.0.0.1. `isql(...)` runs SQL as dba (the loader's privileged side); `sparql_url` is the
     read endpoint the engine uses. Stopped with isql `shutdown;`, then by PID."""
 
-    def __init__(self, directory: Path, password: str = "dba"):
+    def __init__(self, directory: Path, password: str = "dba", max_rows: int = 10_000_000, max_seconds: int = 120):
+        self.max_rows, self.max_seconds = max_rows, max_seconds
         self.directory = Path(directory)
         self.sql_port, self.http_port = free_port(), free_port()
         self.password = password
@@ -173,8 +174,8 @@ class VirtuosoServer:
                 ("Parameters", "NumberOfBuffers"): "340000",
                 ("Parameters", "MaxDirtyBuffers"): "250000",
                 ("HTTPServer", "ServerPort"): f"127.0.0.1:{self.http_port}",
-                ("SPARQL", "ResultSetMaxRows"): "10000000",
-                ("SPARQL", "MaxQueryExecutionTime"): "120",
+                ("SPARQL", "ResultSetMaxRows"): str(self.max_rows),
+                ("SPARQL", "MaxQueryExecutionTime"): str(self.max_seconds),
                 ("SPARQL", "MaxQueryCostEstimationTime"): "0",
             },
         )

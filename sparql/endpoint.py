@@ -73,25 +73,30 @@ class HttpClient:
 class SparqlEndpointStore(SparqlReader):
     """`kgqa.store.GraphStore` over a SPARQL query endpoint (it only ever sends SELECT queries)."""
 
-    def __init__(self, query_url: str, kg: str, timeout: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, query_url: str, kg: str, timeout: float = DEFAULT_TIMEOUT_S, server_timeout_ms: int | None = None):
+        """`server_timeout_ms` is sent as Virtuoso's `timeout` parameter, so the server stops too; it
+        then answers a slow query with partial results (X-SQL-State: S1TAT), which raise here."""
         super().__init__(kg)
         self.url = query_url
+        self.server_timeout_ms = server_timeout_ms
         self._http = HttpClient(query_url, timeout)
 
     @classmethod
-    def connect(cls, query_url: str, kg: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> "SparqlEndpointStore":
+    def connect(
+        cls, query_url: str, kg: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, server_timeout_ms: int | None = None
+    ) -> "SparqlEndpointStore":
         """Open the endpoint, choosing the KG it holds when `kg` is None."""
-        probe = cls(query_url, "probe", timeout)
+        probe = cls(query_url, "probe", timeout, server_timeout_ms)
         kgs = sorted(row["name"] for row in probe._execute("kgs", render("kgs")))
-        probe.kg = pick_kg(kgs, kg, query_url)
-        return cls(query_url, probe.kg, timeout) if probe.kg != "probe" else probe
+        return cls(query_url, pick_kg(kgs, kg, query_url), timeout, server_timeout_ms)
 
     def close(self) -> None:
         self._http.close()
 
     def _execute(self, name: str, query: str) -> list[Row]:
+        form = {"query": query} if self.server_timeout_ms is None else {"query": query, "timeout": str(self.server_timeout_ms)}
         status, headers, payload = self._http.post(
-            "", urlencode({"query": query}).encode(), "application/x-www-form-urlencoded", "application/sparql-results+json"
+            "", urlencode(form).encode(), "application/x-www-form-urlencoded", "application/sparql-results+json"
         )
         if status != 200:
             raise EndpointError(f"{name}.rq: SPARQL endpoint {self.url} answered HTTP {status}: {payload[:300].decode(errors='replace')}")

@@ -13,7 +13,7 @@ from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docker"))
-from launchers import OxigraphServer  # noqa: E402  (docker/ holds the server launchers)
+from launchers import OxigraphServer, VirtuosoServer  # noqa: E402  (docker/ holds the server launchers)
 
 DEMO_KG = ROOT / "demo" / "metaqa-slice.txt.gz"
 SHARED_DATA = Path(os.environ.get("KGQA_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -62,6 +62,13 @@ def demo_kg(demo_file) -> tuple[EmbeddedStore, list[tuple[str, str, str]]]:
     writer = EmbeddedWriter.open(None, "demo")
     load_file(writer, demo_file)
     return writer.reader(), read_metaqa_triples(demo_file, "demo")
+
+
+@pytest.fixture(scope="session")
+def virtuoso_server(tmp_path_factory):
+    """A real Virtuoso 7 (Debian's package, installed on first use) on loopback ports."""
+    with VirtuosoServer(tmp_path_factory.mktemp("virtuoso")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

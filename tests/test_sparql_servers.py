@@ -1,5 +1,5 @@
-"""A real `oxigraph serve` server: loaded over HTTP, read over its SPARQL endpoint, same subgraphs
-as the embedded store."""
+"""Real SPARQL servers — `oxigraph serve` and Virtuoso 7 — loaded through their writers, read through
+their SPARQL endpoints: the same subgraphs as the embedded store."""
 
 from __future__ import annotations
 
@@ -14,15 +14,24 @@ from kgqa.namespace import KGNamespace
 from kgqa.sparql.endpoint import EndpointError, SparqlEndpointStore
 
 
-@pytest.fixture(scope="module")
-def server_store(oxigraph_server, demo_file):
-    url = "oxigraph+" + oxigraph_server.url
-    writer = open_writer(url, "demo")
+def _urls(request) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """(writer URL, reader URL) for the server a test is parametrised with."""
+    if request.param == "oxigraph":
+        server = request.getfixturevalue("oxigraph_server")
+        return "oxigraph+" + server.url, "oxigraph+" + server.url
+    server = request.getfixturevalue("virtuoso_server")
+    return server.writer_url, "sparql+" + server.sparql_url
+
+
+@pytest.fixture(scope="module", params=["oxigraph", "virtuoso"])
+def server_store(request, demo_file):
+    writer_url, reader_url = _urls(request)
+    writer = open_writer(writer_url, "demo")
     first = load_file(writer, demo_file)
     again = load_file(writer, demo_file, force=True)
     assert first.facts_in_store == again.facts_in_store  # idempotent on the server too
     writer.close()
-    return open_store(url)
+    return open_store(reader_url)
 
 
 def test_server_subgraphs_equal_embedded(server_store, demo_kg):
