@@ -117,41 +117,71 @@ def _kgqa(*args: str) -> list[str]:
     return [sys.executable, "-m", "kgqa", *args]
 
 
-def test_killed_load_resumes_to_the_exact_count(tmp_path):
-    """A real `kgqa load` process is killed with SIGKILL mid-load; the rerun finishes at the exact count."""
-    path = tmp_path / "big.tsv"
-    unique = 300_000
+def _big_tsv(path: Path, unique: int) -> Path:
     with open(path, "w", encoding="utf-8") as f:
         for i in range(unique):
             f.write(f"movie {i}\trel{i % 7}\tentity {i % 5000}\n")
         for i in range(0, unique, 1000):  # duplicates: a set of facts, not a list of lines
             f.write(f"movie {i}\trel{i % 7}\tentity {i % 5000}\n")
-    store_dir = tmp_path / "store"
-    url = f"oxigraph://{store_dir}"
-    proc = subprocess.Popen(_kgqa("load", str(path), "--kg", "t", "--store", url, "--batch-size", "5000"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        written = sum(p.stat().st_size for p in store_dir.glob("*") if p.is_file()) if store_dir.exists() else 0
-        if written > 60_000_000:  # several batches in (the whole load writes ~350 MB), far from the end
-            break
+    return path
+
+
+def _kill_mid_load(cmd: list[str], started_enough) -> None:  # type: ignore[no-untyped-def]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and not started_enough():
         time.sleep(0.05)
-    assert proc.poll() is None, "the load finished before it could be killed; make the file bigger"
+    assert proc.poll() is None, f"the load ended before it could be killed: {proc.stderr.read().decode()[-500:]}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
-    w = EmbeddedWriter.open(store_dir, "t")
+
+def _resume_and_check(cmd: list[str], writer_factory, path: Path, unique: int) -> None:  # type: ignore[no-untyped-def]
     from kgqa.loaders.load import source_key
 
-    state = w.load_state(source_key(path, "tsv"))
-    partial = w.fact_count()
+    writer = writer_factory()
+    state = writer.load_state(source_key(path, "tsv"))
+    partial = writer.fact_count()
+    writer.close()
+    del writer
     assert 0 < state.committed < unique and not state.complete
     assert 0 < partial < unique
-    del w
-
-    rerun = subprocess.run(_kgqa("load", str(path), "--kg", "t", "--store", url, "--batch-size", "5000"),
-                           capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr
     assert "resumed after record" in rerun.stdout
-    store = EmbeddedStore.open(store_dir)
-    assert store.counts().facts == unique
+    assert f"now holds {unique:,} facts" in rerun.stdout
+
+
+def test_killed_load_resumes_to_the_exact_count(tmp_path):
+    """A real `kgqa load` into the embedded store is killed with SIGKILL mid-load; the rerun finishes
+    at the exact count."""
+    unique = 300_000
+    path = _big_tsv(tmp_path / "big.tsv", unique)
+    store_dir = tmp_path / "store"
+    cmd = _kgqa("load", str(path), "--kg", "t", "--store", f"oxigraph://{store_dir}", "--batch-size", "5000")
+
+    def written_enough() -> bool:  # several batches in (the whole load writes ~350 MB), far from the end
+        return store_dir.exists() and sum(p.stat().st_size for p in store_dir.glob("*") if p.is_file()) > 60_000_000
+
+    _kill_mid_load(cmd, written_enough)
+    _resume_and_check(cmd, lambda: EmbeddedWriter.open(store_dir, "t"), path, unique)
+    assert EmbeddedStore.open(store_dir).counts().facts == unique
+
+
+@pytest.mark.parametrize("server", ["oxigraph", "virtuoso"])
+def test_killed_load_into_a_server_resumes_to_the_exact_count(tmp_path, request, server):
+    """The same against real servers: the killed process is the loader; the server keeps running."""
+    from kgqa import open_writer
+    from kgqa.loaders.load import source_key
+
+    unique = 200_000
+    path = _big_tsv(tmp_path / "big.tsv", unique)
+    if server == "oxigraph":
+        url = "oxigraph+" + request.getfixturevalue("oxigraph_server").url
+    else:
+        url = request.getfixturevalue("virtuoso_server").writer_url
+    cmd = _kgqa("load", str(path), "--kg", "killed", "--store", url, "--batch-size", "5000")
+    watcher = open_writer(url, "killed")
+    _kill_mid_load(cmd, lambda: watcher.load_state(source_key(path, "tsv")).committed >= 15_000)
+    watcher.close()
+    _resume_and_check(cmd, lambda: open_writer(url, "killed"), path, unique)
