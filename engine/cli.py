@@ -37,7 +37,7 @@ def load(
     paths: Annotated[list[Path], typer.Argument(help="Files to load (.txt MetaQA, .tsv, .nt, .ttl; .gz too)")],
     kg: Annotated[str, typer.Option("--kg", help="KG name: its IRIs live under urn:kgqa:kg:<name>:")] = "default",
     store: StoreOpt = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="metaqa | tsv | nt | ttl (default: from the file name)")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="metaqa | tsv | nt | ttl | labels (id<TAB>label) (default: from the file name)")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed lines and report how many")] = False,
     force: Annotated[bool, typer.Option("--force", help="Re-read a file that is already loaded completely")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 20_000,

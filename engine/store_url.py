@@ -53,7 +53,7 @@ def open_store(url: str, kg: str | None = None) -> GraphStore:
     if url.startswith(("oxigraph+http://", "oxigraph+https://")):
         from kgqa.sparql.endpoint import SparqlEndpointStore
 
-        return SparqlEndpointStore.connect(url.removeprefix("oxigraph+").rstrip("/") + "/query", kg)
+        return SparqlEndpointStore.connect(url.removeprefix("oxigraph+").rstrip("/") + "/query", kg, max_values=None)
     from kgqa.sparql.embedded import EmbeddedStore
 
     path = embedded_path(url)

@@ -18,7 +18,7 @@ from typing import IO
 from kgqa.namespace import KGNamespace
 from kgqa.store import SourceFact, SourceNode
 
-FORMATS = ("metaqa", "tsv", "nt", "ttl")
+FORMATS = ("metaqa", "tsv", "nt", "ttl", "labels")
 LABEL_PREDICATES = frozenset(
     {
         "http://www.w3.org/2000/01/rdf-schema#label",
@@ -92,7 +92,7 @@ def read(path: Path, fmt: str, ns: KGNamespace) -> tuple[Iterator[Record], ByteC
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     text, counter = _open_text(path)
-    readers = {"metaqa": _delimited, "tsv": _delimited, "nt": _ntriples, "ttl": _turtle}
+    readers = {"metaqa": _delimited, "tsv": _delimited, "nt": _ntriples, "ttl": _turtle, "labels": _labels}
     return readers[fmt](text, fmt, ns, path), counter
 
 
@@ -118,6 +118,21 @@ def _delimited(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator
                 yield Record(number, Bad(number, "empty subject, relation or object", stripped))
                 continue
             yield Record(number, SourceFact(_minted(ns, s), _minted(ns, r, relation=True), _minted(ns, o)))
+
+
+def _labels(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
+    """`id<TAB>label` lines: readable labels for ids that MetaQA/TSV facts use (e.g. Freebase MIDs)."""
+    with text:
+        for number, line in enumerate(text, start=1):
+            stripped = line.rstrip("\r\n")
+            if not stripped.strip() or stripped.lstrip().startswith("#"):
+                yield Record(number, None)
+                continue
+            parts = stripped.split("\t")
+            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+                yield Record(number, Bad(number, "expected `id<TAB>label`", stripped))
+                continue
+            yield Record(number, Label(ns.entity(parts[0].strip()), parts[1].strip()))
 
 
 class _Converter:

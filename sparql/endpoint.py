@@ -73,22 +73,28 @@ class HttpClient:
 class SparqlEndpointStore(SparqlReader):
     """`kgqa.store.GraphStore` over a SPARQL query endpoint (it only ever sends SELECT queries)."""
 
-    def __init__(self, query_url: str, kg: str, timeout: float = DEFAULT_TIMEOUT_S, server_timeout_ms: int | None = None):
+    def __init__(
+        self, query_url: str, kg: str, timeout: float = DEFAULT_TIMEOUT_S, server_timeout_ms: int | None = None,
+        max_values: int | None = 2000,
+    ):
         """`server_timeout_ms` is sent as Virtuoso's `timeout` parameter, so the server stops too; it
-        then answers a slow query with partial results (X-SQL-State: S1TAT), which raise here."""
+        then answers a slow query with partial results (X-SQL-State: S1TAT), which raise here.
+        `max_values`: see `SparqlReader.max_values`; 2000 suits Virtuoso 7, None lifts the limit."""
         super().__init__(kg)
+        self.max_values = max_values
         self.url = query_url
         self.server_timeout_ms = server_timeout_ms
         self._http = HttpClient(query_url, timeout)
 
     @classmethod
     def connect(
-        cls, query_url: str, kg: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, server_timeout_ms: int | None = None
+        cls, query_url: str, kg: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, server_timeout_ms: int | None = None,
+        max_values: int | None = 2000,
     ) -> "SparqlEndpointStore":
         """Open the endpoint, choosing the KG it holds when `kg` is None."""
-        probe = cls(query_url, "probe", timeout, server_timeout_ms)
+        probe = cls(query_url, "probe", timeout, server_timeout_ms, max_values)
         kgs = sorted(row["name"] for row in probe._execute("kgs", render("kgs")))
-        return cls(query_url, pick_kg(kgs, kg, query_url), timeout, server_timeout_ms)
+        return cls(query_url, pick_kg(kgs, kg, query_url), timeout, server_timeout_ms, max_values)
 
     def close(self) -> None:
         self._http.close()

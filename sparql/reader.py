@@ -19,7 +19,17 @@ from kgqa.types import Edge, Entity, LinkedEntity
 Row = dict[str, str]  # variable → lexical value; unbound variables are absent
 
 
+def _slices(items: Sequence[str], size: int | None) -> list[Sequence[str]]:
+    if size is None or len(items) <= size:
+        return [items]
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
 class SparqlReader:
+    #: Longest VALUES list one query may carry (None: no limit). Virtuoso's SPARQL compiler refuses
+    #: a few thousand ("SP030: Too many arguments"); longer lists are sent in slices, one round trip each.
+    max_values: int | None = None
+
     def __init__(self, kg: str):
         self.ns = KGNamespace(kg)
         self.kg = kg
@@ -56,14 +66,17 @@ class SparqlReader:
         return found
 
     def expand(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
+        """One round trip for the hop — more only where `max_values` makes the lists too long."""
         if not frontier:
             return []
-        rows = self._select(
-            "expand_hop",
-            frontier=escape.iri_list(frontier),
-            reached=escape.iri_list(reached),
-            scan_limit=escape.integer(max(lam, len(reached))),
-        )
+        scan_limit = escape.integer(max(lam, len(reached)))
+        reached_slices = _slices(list(reached), self.max_values)
+        rows: list[Row] = []
+        for part in _slices(frontier, self.max_values):
+            front = escape.iri_list(part)
+            rows += self._select("expand_hop", frontier=front, reached=escape.iri_list(reached_slices[0]), scan_limit=scan_limit)
+            for more in reached_slices[1:]:
+                rows += self._select("expand_probe", frontier=front, reached=escape.iri_list(more), scan_limit=scan_limit)
         # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
         return [
             Edge(r["s"], r["r"], r["inv"] in ("true", "1"), r["o"])
@@ -72,12 +85,17 @@ class SparqlReader:
         ]
 
     def labels(self, iris: Iterable[str]) -> dict[str, str]:
+        """One label per IRI: an explicitly given label (a labels file, rdfs:label in RDF) over the
+        id a fact used; among several, the smallest — the same answer from every store."""
         iris = list(dict.fromkeys(iris))
-        out = {iri: local_name(iri) for iri in iris}
-        if iris:
-            for row in self._select("labels", entities=escape.iri_list(iris)):
-                out[row["e"]] = row["label"]
-        return out
+        best: dict[str, tuple[bool, str]] = {}
+        rows = [row for part in _slices(iris, self.max_values) if part for row in self._select("labels", entities=escape.iri_list(part))]
+        for row in rows:
+            preferred = "preferred" in row
+            candidate = (not preferred, row["preferred"] if preferred else row["label"])
+            if row["e"] not in best or candidate < best[row["e"]]:
+                best[row["e"]] = candidate
+        return {iri: best[iri][1] if iri in best else local_name(iri) for iri in iris}
 
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], int(r["facts"])) for r in self._select("relations")]

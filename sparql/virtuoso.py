@@ -2,8 +2,9 @@
 privileged user — never through the SPARQL endpoint the engine reads, which stays read-only.
 
 Store URL for loading: `virtuoso://HOST:SQLPORT?sparql=http://HOST:HTTPPORT/sparql&load_dir=DIR`
-(user and password from KGQA_VIRTUOSO_USER / KGQA_VIRTUOSO_PASSWORD, default dba/dba). DIR must be
-in the server's DirsAllowed and on the server's machine. Read with `sparql+http://HOST:HTTPPORT/sparql`.
+(user and password from KGQA_VIRTUOSO_USER / KGQA_VIRTUOSO_PASSWORD, default dba/dba). The server
+must see DIR (add `&server_dir=PATH` when it sees it under another path, as in a container), and it
+must be in the server's DirsAllowed. Read with `sparql+http://HOST:HTTPPORT/sparql`.
 """
 
 from __future__ import annotations
@@ -74,10 +75,13 @@ def _quad_text(q: ox.Quad) -> str:
 
 
 class VirtuosoWriter(RdfWriter):
-    def __init__(self, isql: Isql, sparql_url: str, load_dir: Path, kg: str):
+    def __init__(self, isql: Isql, sparql_url: str, load_dir: Path, kg: str, server_dir: Path | None = None):
+        """Batches are written to `load_dir`; the server reads them as `server_dir` (the same folder
+        seen from the server, e.g. a container's mount point; defaults to `load_dir`)."""
         super().__init__(kg, SparqlEndpointStore(sparql_url, kg))
         self.isql = isql
         self.load_dir = Path(load_dir)
+        self.server_dir = Path(server_dir) if server_dir else self.load_dir
         self.load_dir.mkdir(parents=True, exist_ok=True)
 
     @classmethod
@@ -87,7 +91,8 @@ class VirtuosoWriter(RdfWriter):
         if not parts.hostname or not parts.port or "sparql" not in query or "load_dir" not in query:
             raise StoreError(f"store {url!r}: use virtuoso://HOST:SQLPORT?sparql=http://HOST:HTTPPORT/sparql&load_dir=DIR")
         isql = Isql(f"{parts.hostname}:{parts.port}", os.environ.get("KGQA_VIRTUOSO_USER", "dba"), os.environ.get("KGQA_VIRTUOSO_PASSWORD", "dba"))
-        writer = cls(isql, query["sparql"][0], Path(query["load_dir"][0]), kg)
+        server_dir = Path(query["server_dir"][0]) if "server_dir" in query else None
+        writer = cls(isql, query["sparql"][0], Path(query["load_dir"][0]), kg, server_dir)
         writer.register()
         return writer
 
@@ -101,7 +106,7 @@ class VirtuosoWriter(RdfWriter):
         while chunk := list(islice(it, CHUNK)):
             path = self.load_dir / f"kgqa-{uuid.uuid4().hex}.nq"
             path.write_bytes(ox.serialize(chunk, format=ox.RdfFormat.N_QUADS))
-            where, name = _sql_path(self.load_dir), path.name
+            where, name = _sql_path(self.server_dir), path.name
             try:
                 out = self.isql.run(
                     f"ld_dir('{where}', '{name}', 'urn:kgqa:unused')",

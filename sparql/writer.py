@@ -21,6 +21,7 @@ XSD_BOOLEAN = ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean")
 _LABEL = ox.NamedNode(RDFS_LABEL)
 _TYPE = ox.NamedNode(RDF_TYPE)
 _NORMALISED = ox.NamedNode(vocab("normalisedLabel"))
+_PREFERRED = ox.NamedNode(vocab("preferredLabel"))  # an explicitly given label, shown before a minted one
 _COMMITTED = vocab("committedRecords")
 _COMPLETE = vocab("complete")
 _FACT_COUNT = ox.NamedNode(vocab("factCount"))
@@ -101,6 +102,7 @@ class RdfWriter:
         for iri, label in labels:
             term = ox.NamedNode(iri)
             quads.append(ox.Quad(term, _LABEL, ox.Literal(label), self._meta))
+            quads.append(ox.Quad(term, _PREFERRED, ox.Literal(label), self._meta))
             quads.append(ox.Quad(term, _NORMALISED, ox.Literal(normalise_label(label)), self._meta))
         self._add(quads, bulk=True)
 

@@ -185,3 +185,18 @@ def test_killed_load_into_a_server_resumes_to_the_exact_count(tmp_path, request,
     _kill_mid_load(cmd, lambda: watcher.load_state(source_key(path, "tsv")).committed >= 15_000)
     watcher.close()
     _resume_and_check(cmd, lambda: open_writer(url, "killed"), path, unique)
+
+
+def test_labels_file_gives_readable_names_to_ids(tmp_path):
+    (tmp_path / "kb.tsv").write_text("/m/01\t/film/directed_by\t/m/02\n", encoding="utf-8")
+    (tmp_path / "names.tsv").write_text("/m/01\tKismet\n/m/02\tWilliam Dieterle\nbroken line\n", encoding="utf-8")
+    w = _writer()
+    load_file(w, tmp_path / "kb.tsv")
+    with pytest.raises(BadInputLine, match="names.tsv:3"):
+        load_file(w, tmp_path / "names.tsv", "labels")
+    report = load_file(w, tmp_path / "names.tsv", "labels", skip_bad=True)
+    assert report.labels_written == 2 and report.skipped == 1
+    reader = w.reader()
+    assert reader.labels([NS.entity("/m/01")]) == {NS.entity("/m/01"): "Kismet"}  # the given name, not the id
+    assert reader.resolve(["kismet"])["kismet"][0].entity.iri == NS.entity("/m/01")
+    assert reader.resolve(["/m/02"])["/m/02"][0].entity.label == "/m/02"  # ids still resolve

@@ -31,7 +31,7 @@ def server_store(request, demo_file):
     again = load_file(writer, demo_file, force=True)
     assert first.facts_in_store == again.facts_in_store  # idempotent on the server too
     writer.close()
-    return open_store(reader_url)
+    return open_store(reader_url, "demo")  # other tests add KGs to the same session servers
 
 
 def test_server_subgraphs_equal_embedded(server_store, demo_kg):
