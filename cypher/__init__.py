@@ -1,7 +1,11 @@
-"""Neo4j store and loader writer (Cypher in this folder's *.cypher files).
+"""Neo4j store and loader writer (the Cypher they run lives in this folder's *.cypher files).
 
-Not built yet: the Neo4j store lands with the "Real stores" issue. `kgqa.store_url.open_store`
-answers `neo4j://…` URLs with a clear error until then.
+    bolt://[user[:password]@]host:port[?database=neo4j&timeout=30]     (also neo4j://, neo4j+s://)
+
+The graph: (:Entity {kg, iri, label})-[:FACT {relation, out_group, in_group}]->(:Entity), with
+(:Relation), (:Alias)-[:NAMES]->(:Entity) for explicitly given labels, (:KG) and (:LoadRecord) beside
+them; several KGs share one database, each node carrying its KG's name. See schema.cypher for why
+facts have one relationship type and indexed group keys rather than one type per relation.
 """
 
 __all__: list[str] = []

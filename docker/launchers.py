@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -219,6 +220,83 @@ class VirtuosoServer:
         self.proc = None
 
     def __enter__(self) -> "VirtuosoServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+NEO4J_DIR = Path(__file__).resolve().parent / "neo4j"
+
+
+def neo4j_cache() -> Path:
+    """Where the Neo4j jars and the compiled launcher live (KGQA_CACHE, else ~/.cache/kgqa)."""
+    version = re.search(r"<neo4j.version>([^<]+)</neo4j.version>", (NEO4J_DIR / "pom.xml").read_text()).group(1)  # type: ignore[union-attr]
+    root = Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa"))
+    return root / f"neo4j-{version}"
+
+
+def ensure_neo4j_jars() -> Path:
+    """Fetch Neo4j Community (org.neo4j:neo4j, the embedded DBMS) from Maven Central with
+    `mvn dependency:copy-dependencies` and compile docker/neo4j/KgqaNeo4j.java against it, once."""
+    home = neo4j_cache()
+    stamp = home / "ready"
+    source = NEO4J_DIR / "KgqaNeo4j.java"
+    if stamp.exists() and stamp.stat().st_mtime >= source.stat().st_mtime:
+        return home
+    for tool in ("mvn", "javac", "java"):
+        if not shutil.which(tool):
+            raise FileNotFoundError(f"`{tool}` is missing: the Neo4j launcher needs Java 17+ and Maven")
+    home.mkdir(parents=True, exist_ok=True)
+    fetched = subprocess.run(
+        ["mvn", "-q", "-B", "-f", str(NEO4J_DIR / "pom.xml"), "dependency:copy-dependencies", f"-DoutputDirectory={home / 'lib'}"],
+        capture_output=True, text=True,
+    )
+    if fetched.returncode != 0:
+        raise RuntimeError(f"fetching Neo4j from Maven Central failed:\n{fetched.stdout[-3000:]}{fetched.stderr[-3000:]}")
+    subprocess.run(["javac", "-cp", str(home / "lib" / "*"), "-d", str(home / "classes"), str(source)], check=True)
+    stamp.touch()
+    return home
+
+
+class Neo4jServer:
+    """Neo4j 5.26 Community (the embedded DBMS from Maven Central, run by a small Java main) with Bolt
+    on 127.0.0.1, its data under `directory`, authentication off (loopback only). Stopped by PID
+    (SIGTERM: the JVM's shutdown hook closes the databases cleanly)."""
+
+    def __init__(self, directory: Path, heap: str = "2g", page_cache_mb: int = 1024):
+        self.directory = Path(directory)
+        self.port = free_port()
+        self.heap, self.page_cache_mb = heap, page_cache_mb
+        self.url = f"bolt://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "Neo4jServer":
+        home = ensure_neo4j_jars()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        log = open(self.directory / "neo4j-stdout.log", "wb")
+        classpath = os.pathsep.join([str(home / "lib" / "*"), str(home / "classes")])
+        self.proc = subprocess.Popen(
+            ["java", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-cp", classpath, "KgqaNeo4j", str(self.directory / "home"), str(self.port), str(self.page_cache_mb)],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+
+        def answers() -> bool:
+            import neo4j
+
+            with neo4j.GraphDatabase.driver(self.url, auth=None) as driver:
+                driver.verify_connectivity()
+            return True
+
+        wait_until(answers, 180, f"Neo4j on bolt port {self.port}", self.proc)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc, timeout_s=60)
+            self.proc = None
+
+    def __enter__(self) -> "Neo4jServer":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

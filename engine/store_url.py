@@ -6,7 +6,7 @@
     oxigraph+http://host:port        an `oxigraph serve` server: read through /query, loaded through /store
     sparql+http(s)://host:port/path  any SPARQL 1.1 query endpoint, read-only (Virtuoso: …/sparql)
     virtuoso://host:sqlport?sparql=…&load_dir=…   loading into Virtuoso (bulk loader over isql)
-    neo4j://…, bolt://…              Neo4j: a later issue
+    bolt://[user:pass@]host:port[?database=…&timeout=…]   Neo4j (also neo4j://, neo4j+s://); loads too
 """
 
 from __future__ import annotations
@@ -36,16 +36,25 @@ def embedded_path(url: str) -> Path | None:
 
 def _unsupported(url: str) -> str:
     scheme = url.split(":", 1)[0] if ":" in url else url
-    if scheme in {"neo4j", "neo4j+s", "bolt"}:
-        return f"store {url!r}: {scheme} stores are not available in this version yet; use oxigraph:///path"
     return (
         f"store {url!r} is not a store URL; use oxigraph:///absolute/path, oxigraph://relative/path, "
-        "oxigraph+http://host:port or sparql+http://host:port/path"
+        "oxigraph+http://host:port, sparql+http://host:port/path or bolt://host:port"
     )
+
+
+NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
+
+
+def _is_neo4j(url: str) -> bool:
+    return url.split("://", 1)[0] in NEO4J_SCHEMES
 
 
 def open_store(url: str, kg: str | None = None) -> GraphStore:
     """Open a store read-only for question time."""
+    if _is_neo4j(url):
+        from kgqa.cypher.store import Neo4jStore
+
+        return Neo4jStore.connect(url, kg)
     if url.startswith(("sparql+http://", "sparql+https://")):
         from kgqa.sparql.endpoint import SparqlEndpointStore
 
@@ -64,6 +73,10 @@ def open_store(url: str, kg: str | None = None) -> GraphStore:
 
 def open_writer(url: str, kg: str) -> GraphWriter:
     """Open a store for loading (loaders only)."""
+    if _is_neo4j(url):
+        from kgqa.cypher.writer import Neo4jWriter
+
+        return Neo4jWriter.open(url, kg)
     if url.startswith(("oxigraph+http://", "oxigraph+https://")):
         from kgqa.sparql.oxigraph_server import OxigraphServerWriter
 

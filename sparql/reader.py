@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 
 from kgqa.errors import UnknownKG
-from kgqa.labels import normalise_label
-from kgqa.namespace import KGNamespace, local_name
+from kgqa.labels import display_label, resolved
+from kgqa.namespace import KGNamespace
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render
 from kgqa.store import RelationInfo, StoreCounts
-from kgqa.types import Edge, Entity, LinkedEntity
+from kgqa.types import Edge, LinkedEntity
 
 Row = dict[str, str]  # variable → lexical value; unbound variables are absent
 
@@ -47,23 +47,15 @@ class SparqlReader:
         pass
 
     def resolve(self, labels: Sequence[str]) -> dict[str, list[LinkedEntity]]:
-        found: dict[str, list[LinkedEntity]] = {label: [] for label in labels}
-        if not labels:
-            return found
-        for row in self._select("resolve_exact", labels=escape.SparqlTerm(" ".join(escape.literal(x) for x in set(labels)))):
-            found[row["label"]].append(LinkedEntity(row["label"], Entity(row["e"], row["label"]), "exact"))
-        missing = [label for label, hits in found.items() if not hits and normalise_label(label)]
-        if missing:
-            keys = {normalise_label(label) for label in missing}
-            matches: dict[str, set[tuple[str, str]]] = {}
-            for row in self._select("resolve_normalised", keys=escape.SparqlTerm(" ".join(escape.literal(k) for k in keys))):
-                matches.setdefault(row["key"], set()).add((row["e"], row["label"]))
-            for label in missing:
-                for iri, stored in sorted(matches.get(normalise_label(label), ())):
-                    found[label].append(LinkedEntity(label, Entity(iri, stored), "normalised"))
-        for label in found:
-            found[label].sort(key=lambda hit: hit.entity.iri)
-        return found
+        def exact(wanted: list[str]) -> list[tuple[str, str]]:
+            rows = self._select("resolve_exact", labels=escape.SparqlTerm(" ".join(escape.literal(x) for x in wanted)))
+            return [(row["label"], row["e"]) for row in rows]
+
+        def normalised(keys: list[str]) -> list[tuple[str, str, str]]:
+            rows = self._select("resolve_normalised", keys=escape.SparqlTerm(" ".join(escape.literal(k) for k in keys)))
+            return [(row["key"], row["e"], row["label"]) for row in rows]
+
+        return resolved(labels, exact, normalised)
 
     def expand(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
         """One round trip for the hop — more only where `max_values` makes the lists too long."""
@@ -88,14 +80,14 @@ class SparqlReader:
         """One label per IRI: an explicitly given label (a labels file, rdfs:label in RDF) over the
         id a fact used; among several, the smallest — the same answer from every store."""
         iris = list(dict.fromkeys(iris))
-        best: dict[str, tuple[bool, str]] = {}
-        rows = [row for part in _slices(iris, self.max_values) if part for row in self._select("labels", entities=escape.iri_list(part))]
-        for row in rows:
-            preferred = "preferred" in row
-            candidate = (not preferred, row["preferred"] if preferred else row["label"])
-            if row["e"] not in best or candidate < best[row["e"]]:
-                best[row["e"]] = candidate
-        return {iri: best[iri][1] if iri in best else local_name(iri) for iri in iris}
+        plain: dict[str, list[str]] = {}
+        preferred: dict[str, list[str]] = {}
+        for part in _slices(iris, self.max_values):
+            for row in self._select("labels", entities=escape.iri_list(part)) if part else []:
+                plain.setdefault(row["e"], []).append(row["label"])
+                if "preferred" in row:
+                    preferred.setdefault(row["e"], []).append(row["preferred"])
+        return {iri: display_label(iri, plain.get(iri, ()), preferred.get(iri, ())) for iri in iris}
 
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], int(r["facts"])) for r in self._select("relations")]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from conftest import DEMO_KG
+from launchers import free_port
 
 
 def kgqa(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -35,7 +36,8 @@ def test_load_subgraph_stats_and_clear_errors(tmp_path):
     for args, message in [
         (("subgraph", "No Such Film", "--store", url), "no entity labelled 'No Such Film'"),
         (("subgraph", "Kismet", "--store", url, "--kg", "other"), "no KG named 'other'"),
-        (("stats", "--store", "neo4j://localhost:7687"), "not available in this version"),
+        (("stats", "--store", f"bolt://127.0.0.1:{free_port()}"), "is unreachable"),
+        (("stats", "--store", "bolt://127.0.0.1:7687?timeout=soon"), "timeout must be a number"),
         (("load", str(tmp_path / "missing.txt"), "--store", url), "missing.txt: no such file"),
     ]:
         result = kgqa(*args)

@@ -1,5 +1,5 @@
-"""Real SPARQL servers — `oxigraph serve` and Virtuoso 7 — loaded through their writers, read through
-their SPARQL endpoints: the same subgraphs as the embedded store."""
+"""Real servers — `oxigraph serve`, Virtuoso 7 and Neo4j 5.26 — loaded through their writers, read
+through their query interfaces (SPARQL endpoints, Bolt): the same subgraphs as the embedded store."""
 
 from __future__ import annotations
 
@@ -19,11 +19,14 @@ def _urls(request) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     if request.param == "oxigraph":
         server = request.getfixturevalue("oxigraph_server")
         return "oxigraph+" + server.url, "oxigraph+" + server.url
+    if request.param == "neo4j":
+        server = request.getfixturevalue("neo4j_server")
+        return server.url, server.url
     server = request.getfixturevalue("virtuoso_server")
     return server.writer_url, "sparql+" + server.sparql_url
 
 
-@pytest.fixture(scope="module", params=["oxigraph", "virtuoso"])
+@pytest.fixture(scope="module", params=["oxigraph", "virtuoso", "neo4j"])
 def server_store(request, demo_file):
     writer_url, reader_url = _urls(request)
     writer = open_writer(writer_url, "demo")

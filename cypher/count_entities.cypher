@@ -1,0 +1,1 @@
+MATCH (e:Entity {kg: $kg}) RETURN count(e) AS n

@@ -1,0 +1,1 @@
+MATCH (k:KG) RETURN k.name AS name ORDER BY name

@@ -1,0 +1,1 @@
+MERGE (:KG {name: $kg})

@@ -1,0 +1,110 @@
+"""The read side (`kgqa.store.GraphStore`) over Neo4j: read-access sessions only, every value a
+`$parameter`, each call one query in one read transaction with the store URL's timeout."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+import neo4j
+from neo4j.exceptions import Neo4jError
+
+from kgqa.cypher.connection import Neo4jTarget, explain
+from kgqa.cypher.queries import cypher
+from kgqa.labels import display_label, resolved
+from kgqa.namespace import check_kg_name
+from kgqa.sparql.reader import pick_kg
+from kgqa.store import RelationInfo, StoreCounts
+from kgqa.types import Edge, LinkedEntity
+
+Record = dict[str, Any]
+
+
+class Neo4jStore:
+    def __init__(self, driver: neo4j.Driver, target: Neo4jTarget, kg: str, own_driver: bool = True):
+        self.kg = check_kg_name(kg)
+        self.round_trips = 0
+        self.target = target
+        self._driver = driver
+        self._own_driver = own_driver
+
+    @classmethod
+    def connect(cls, url: str, kg: str | None = None) -> "Neo4jStore":
+        target = Neo4jTarget.parse(url)
+        driver = target.driver()
+        try:
+            names = [r["name"] for r in _read(driver, target, "kgs", {})]
+            return cls(driver, target, pick_kg(names, kg, target.uri))
+        except BaseException:
+            driver.close()
+            raise
+
+    def _query(self, name: str, **params: Any) -> list[Record]:
+        self.round_trips += 1
+        return _read(self._driver, self.target, name, {"kg": self.kg, **params})
+
+    def close(self) -> None:
+        if self._own_driver:
+            self._driver.close()
+
+    def resolve(self, labels: Sequence[str]) -> dict[str, list[LinkedEntity]]:
+        return resolved(
+            labels,
+            lambda wanted: [(r["label"], r["e"]) for r in self._query("resolve_exact", labels=wanted)],
+            lambda keys: [(r["key"], r["e"], r["label"]) for r in self._query("resolve_normalised", keys=keys)],
+        )
+
+    def expand(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
+        """One query for the hop (see expand_hop.cypher)."""
+        if not frontier:
+            return []
+        reached = list(reached)
+        rows = self._query("expand_hop", frontier=list(frontier), reached=reached, lam=lam, scan_limit=max(lam, len(reached)))
+        return [Edge(r["s"], r["r"], r["inv"], r["o"]) for r in rows]
+
+    def labels(self, iris: Iterable[str]) -> dict[str, str]:
+        iris = list(dict.fromkeys(iris))
+        found = {r["iri"]: r for r in self._query("labels", iris=iris)} if iris else {}
+        shown: dict[str, str] = {}
+        for iri in iris:
+            row = found.get(iri, {"label": None, "aliases": []})
+            shown[iri] = display_label(iri, [row["label"]] if row["label"] is not None else [], row["aliases"])
+        return shown
+
+    def relations(self) -> list[RelationInfo]:
+        return [RelationInfo(r["r"], r["label"], r["facts"]) for r in self._query("relations")]
+
+    def counts(self) -> StoreCounts:
+        facts = self._query("count_facts")[0]["n"]
+        entities = self._query("count_entities")[0]["n"]
+        return StoreCounts(facts=facts, entities=entities, relations=len(self.relations()))
+
+    # --- baselines for bench/retrieval.py; not used by the engine ---
+    def expand_uncapped(self, frontier: Sequence[str]) -> list[Edge]:
+        if not frontier:
+            return []
+        return [Edge(r["s"], r["r"], r["inv"], r["o"]) for r in self._query("expand_all", frontier=list(frontier))]
+
+    def relations_of(self, entity: str) -> list[tuple[str, bool]]:
+        return [(r["r"], r["inv"]) for r in self._query("relations_of", entity=entity)]
+
+    def neighbours(self, entity: str, relation: str, inverse: bool) -> list[str]:
+        name = "neighbours_in" if inverse else "neighbours_out"
+        return [r["o"] for r in self._query(name, entity=entity, relation=relation)]
+
+
+def _read(driver: neo4j.Driver, target: Neo4jTarget, name: str, params: dict[str, Any]) -> list[Record]:
+    """One query in a read transaction (READ access mode: the server refuses any write)."""
+    text = cypher(name)
+
+    @neo4j.unit_of_work(timeout=target.timeout_s)
+    def work(tx: neo4j.ManagedTransaction) -> list[Record]:
+        result = tx.run(text, params)
+        keys = result.keys()
+        return [dict(zip(keys, values)) for values in result.values()]
+
+    try:
+        with driver.session(database=target.database, default_access_mode=neo4j.READ_ACCESS) as session:
+            return session.execute_read(work)
+    except Neo4jError as exc:
+        raise explain(exc, name, target) from exc

@@ -1,0 +1,117 @@
+"""The loader side (`kgqa.store.GraphWriter`) for Neo4j: constraints and indexes first, then each
+batch as one write transaction of UNWIND … MERGE (idempotent), its progress record in the next."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import neo4j
+from neo4j.exceptions import Neo4jError
+
+from kgqa.cypher.connection import Neo4jTarget, explain
+from kgqa.cypher.queries import cypher, statements
+from kgqa.cypher.store import Neo4jStore
+from kgqa.labels import normalise_label
+from kgqa.namespace import check_kg_name, local_name
+from kgqa.store import LoadState, SourceFact
+
+INDEX_WAIT_S = 300
+
+
+class Neo4jWriter:
+    def __init__(self, driver: neo4j.Driver, target: Neo4jTarget, kg: str):
+        self.kg = check_kg_name(kg)
+        self.target = target
+        self._driver = driver
+
+    @classmethod
+    def open(cls, url: str, kg: str) -> "Neo4jWriter":
+        target = Neo4jTarget.parse(url)
+        writer = cls(target.driver(), target, kg)
+        try:
+            writer._prepare()
+        except BaseException:
+            writer.close()
+            raise
+        return writer
+
+    def reader(self) -> Neo4jStore:
+        """A read-only store on the same driver (closing it leaves the writer's driver open)."""
+        return Neo4jStore(self._driver, self.target, self.kg, own_driver=False)
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def _auto(self, name: str, text: str, **params: Any) -> list[dict[str, Any]]:
+        """An auto-commit statement (schema changes and CALL … IN TRANSACTIONS need one)."""
+        try:
+            with self._driver.session(database=self.target.database) as session:
+                return session.run(text, {"kg": self.kg, **params}).data()
+        except Neo4jError as exc:
+            raise explain(exc, name, self.target) from exc
+
+    def _write(self, *steps: tuple[str, dict[str, Any]]) -> None:
+        """Several queries in one write transaction: all of them land, or none."""
+
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            for name, params in steps:
+                tx.run(cypher(name), {"kg": self.kg, **params}).consume()
+
+        try:
+            with self._driver.session(database=self.target.database) as session:
+                session.execute_write(work)
+        except Neo4jError as exc:
+            raise explain(exc, "+".join(name for name, _ in steps), self.target) from exc
+
+    def _prepare(self) -> None:
+        for statement in statements("schema"):
+            self._auto("schema", statement)
+        self._auto("schema", "CALL db.awaitIndexes($seconds)", seconds=INDEX_WAIT_S)
+        self._write(("register", {}))
+
+    def _source(self, source_key: str) -> str:
+        return hashlib.sha256(source_key.encode()).hexdigest()[:32]
+
+    def load_state(self, source_key: str) -> LoadState:
+        row = self.reader()._query("load_state", source=self._source(source_key))[0]
+        return LoadState(source_key, row["committed"], row["complete"])
+
+    def write_batch(self, facts: Sequence[SourceFact], state: LoadState, committed: int) -> None:
+        entities: dict[str, dict[str, str]] = {}
+        relations: dict[str, dict[str, str]] = {}
+        rows = []
+        for fact in facts:
+            for node in (fact.subject, fact.object):
+                if node.iri not in entities:
+                    label = node.label if node.label is not None else local_name(node.iri)
+                    entities[node.iri] = {"iri": node.iri, "label": label, "key": normalise_label(label)}
+            if fact.relation.iri not in relations:
+                label = fact.relation.label if fact.relation.label is not None else local_name(fact.relation.iri)
+                relations[fact.relation.iri] = {"iri": fact.relation.iri, "label": label}
+            rows.append({"s": fact.subject.iri, "r": fact.relation.iri, "o": fact.object.iri})
+        self._write(
+            ("write_entities", {"entities": list(entities.values())}),
+            ("write_relations", {"relations": list(relations.values())}),
+            ("write_facts", {"facts": rows}),
+        )
+        # The progress record is written only once the facts it vouches for have committed.
+        self._write(("mark_progress", {"source": self._source(state.source_key), "committed": committed, "complete": False}))
+        state.committed = committed
+
+    def add_labels(self, labels: Iterable[tuple[str, str]]) -> None:
+        aliases = [{"iri": iri, "text": text, "key": normalise_label(text)} for iri, text in labels]
+        if aliases:
+            self._write(("write_aliases", {"aliases": aliases}))
+
+    def finish(self, state: LoadState) -> None:
+        """Fan-out lists and relation counts from the stored facts, then the source is marked done
+        (an interrupted recount is redone by the rerun, as the source is not complete yet)."""
+        self._auto("recount_groups", cypher("recount_groups"))
+        self._write(("recount_relations", {}))
+        self._write(("mark_progress", {"source": self._source(state.source_key), "committed": state.committed, "complete": True}))
+        state.complete = True
+
+    def fact_count(self) -> int:
+        return self.reader()._query("count_facts")[0]["n"]
