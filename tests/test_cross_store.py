@@ -1,7 +1,6 @@
-"""Cross-store equivalence on real KGs (../shared/data): the embedded store, `oxigraph serve` and
-Virtuoso return the same APP subgraph — same edges, same hops — for the same topics.
-
-(Neo4j joins these when its store lands.)"""
+"""Cross-store equivalence on real KGs (../shared/data): the embedded store, `oxigraph serve`,
+Virtuoso and Neo4j return the same APP subgraph — same edges, same hops, same labels — for the same
+topics."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from kgqa.sparql.embedded import EmbeddedWriter
 from conftest import shared_data
 
 
-def _load_everywhere(kg: str, files: list[tuple[str, str | None]], oxigraph_server, virtuoso_server) -> dict:
+def _load_everywhere(kg: str, files: list[tuple[str, str | None]], oxigraph_server, virtuoso_server, neo4j_server) -> dict:
     stores = {}
     embedded = EmbeddedWriter.open(None, kg)
     for path, fmt in files:
@@ -28,6 +27,7 @@ def _load_everywhere(kg: str, files: list[tuple[str, str | None]], oxigraph_serv
     for name, writer_url, reader_url in [
         ("oxigraph-server", "oxigraph+" + oxigraph_server.url, "oxigraph+" + oxigraph_server.url),
         ("virtuoso", virtuoso_server.writer_url, "sparql+" + virtuoso_server.sparql_url),
+        ("neo4j", neo4j_server.url, neo4j_server.url),
     ]:
         started = time.perf_counter()
         writer = open_writer(writer_url, kg)
@@ -50,19 +50,19 @@ def _assert_same(stores: dict, topics: list[str], hops: int, lam: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def metaqa_stores(oxigraph_server, virtuoso_server):
+def metaqa_stores(oxigraph_server, virtuoso_server, neo4j_server):
     kb = shared_data("metaqa", "kb_reconstructed.txt")
-    return _load_everywhere("metaqa", [(str(kb), None)], oxigraph_server, virtuoso_server)
+    return _load_everywhere("metaqa", [(str(kb), None)], oxigraph_server, virtuoso_server, neo4j_server)
 
 
 @pytest.fixture(scope="module")
-def fb15k_stores(oxigraph_server, virtuoso_server, tmp_path_factory):
+def fb15k_stores(oxigraph_server, virtuoso_server, neo4j_server, tmp_path_factory):
     train = shared_data("fb15k237", "train.txt.gz")
     with gzip.open(shared_data("fb15k237", "entity2wikidata.json.gz"), "rt", encoding="utf-8") as f:
         names = json.load(f)
     labels = tmp_path_factory.mktemp("fb15k") / "labels.tsv"
     labels.write_text("".join(f"{mid}\t{info['label']}\n" for mid, info in sorted(names.items()) if info.get("label")), encoding="utf-8")
-    return _load_everywhere("fb15k237", [(str(train), "tsv"), (str(labels), "labels")], oxigraph_server, virtuoso_server)
+    return _load_everywhere("fb15k237", [(str(train), "tsv"), (str(labels), "labels")], oxigraph_server, virtuoso_server, neo4j_server)
 
 
 def test_metaqa_same_subgraph_on_every_store(metaqa_stores):

@@ -168,7 +168,7 @@ def test_killed_load_resumes_to_the_exact_count(tmp_path):
     assert EmbeddedStore.open(store_dir).counts().facts == unique
 
 
-@pytest.mark.parametrize("server", ["oxigraph", "virtuoso"])
+@pytest.mark.parametrize("server", ["oxigraph", "virtuoso", "neo4j"])
 def test_killed_load_into_a_server_resumes_to_the_exact_count(tmp_path, request, server):
     """The same against real servers: the killed process is the loader; the server keeps running."""
     from kgqa import open_writer
@@ -178,6 +178,8 @@ def test_killed_load_into_a_server_resumes_to_the_exact_count(tmp_path, request,
     path = _big_tsv(tmp_path / "big.tsv", unique)
     if server == "oxigraph":
         url = "oxigraph+" + request.getfixturevalue("oxigraph_server").url
+    elif server == "neo4j":
+        url = request.getfixturevalue("neo4j_server").url
     else:
         url = request.getfixturevalue("virtuoso_server").writer_url
     cmd = _kgqa("load", str(path), "--kg", "killed", "--store", url, "--batch-size", "5000")
