@@ -123,10 +123,8 @@ def main() -> int:
                     naive_rate = naive_neo4j(url, naive_kg, sample)
                 elif store == "virtuoso":
                     naive_rate = naive_sparql(lambda st: virtuoso.isql(*("SPARQL " + s for s in st)), naive_kg, sample)
-                else:
-                    naive_writer = open_writer(url, naive_kg)
-                    naive_rate = naive_sparql(lambda st: [naive_writer._update(s) for s in st], naive_kg, sample)  # type: ignore[attr-defined]
-                    naive_writer.close()
+                else:  # the same writer's update channel (an embedded store admits one writer)
+                    naive_rate = naive_sparql(lambda st: [writer._update(s) for s in st], naive_kg, sample)  # type: ignore[attr-defined]
                 writer.close()
                 row = {
                     "store": store, "dataset": dataset, "facts": report.facts_in_store, "seconds": seconds,
