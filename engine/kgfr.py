@@ -1,0 +1,129 @@
+"""The KGFR scorer (KGFR §IV-B, §IV-D): question-conditioned message passing over an APP subgraph.
+
+Nothing here depends on which relation or entity a row is — only on relation-description embeddings,
+the question embedding and the graph's structure — so a trained model runs on KGs it never saw.
+
+Inputs are a batch of subgraphs laid side by side (`KGFRBatch`): every fact appears in both
+directions, (s, r, o) and (o, r⁻¹, s), each carrying the hop at which APP reached it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn import MessagePassing
+
+
+@dataclass
+class KGFRBatch:
+    edge_index: Tensor  # (2, E) source → target, both directions of each fact
+    edge_type: Tensor  # (E,) row of `relation_text` for each edge
+    edge_hop: Tensor  # (E,) hop at which APP reached the fact (1-based)
+    relation_text: Tensor  # (T, d_text) embedding of each relation type's description (eq. 1)
+    relation_graph: Tensor  # (T,) which question each relation row belongs to
+    node_graph: Tensor  # (N,) which question each node belongs to
+    topic_mask: Tensor  # (N,) bool: topic entities (initialised to ones)
+    question: Tensor  # (B, d_text) question embeddings
+    answer_mask: Tensor | None = None  # (N,) bool: gold answers, for training
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_graph.numel())
+
+    @property
+    def num_graphs(self) -> int:
+        return int(self.question.shape[0])
+
+    def to(self, device: torch.device | str) -> "KGFRBatch":
+        return KGFRBatch(**{k: (v.to(device) if isinstance(v, Tensor) else v) for k, v in self.__dict__.items()})
+
+
+class KGFRLayer(MessagePassing):
+    """One layer i: eq. 2 (relations), eq. 3–5 (entities)."""
+
+    def __init__(self, dim: int, attn_dim: int, residual: bool):
+        super().__init__(aggr="add")
+        self.w1 = nn.Linear(2 * dim, dim, bias=False)  # eq. 2: W1 ∈ R^{d×2d}
+        self.w2 = nn.Linear(dim, dim, bias=False)  # eq. 3
+        self.w3 = nn.Linear(attn_dim, 1, bias=False)  # eq. 5
+        self.w4 = nn.Linear(dim, attn_dim, bias=False)
+        self.w5 = nn.Linear(dim, attn_dim, bias=False)
+        self.w6 = nn.Linear(dim, attn_dim, bias=False)
+        self.residual = residual
+        self.last_alpha: Tensor | None = None
+
+    def forward(self, x: Tensor, rel: Tensor, question: Tensor, batch: KGFRBatch, edge_mask: Tensor) -> tuple[Tensor, Tensor]:
+        # eq. 2: r⁽ⁱ⁺¹⁾ = W1 [r⁽ⁱ⁾ ; q]; the layer's messages use the question-conditioned relations.
+        rel = self.w1(torch.cat([rel, question[batch.relation_graph]], dim=-1))
+        edge_index = batch.edge_index[:, edge_mask]
+        edge_type = batch.edge_type[edge_mask]
+        edge_graph = batch.node_graph[edge_index[0]]
+        # eq. 5 inputs, projected once per node / relation / question and gathered per edge
+        gate = self.w4(x)[edge_index[0]] + self.w5(rel)[edge_type] + self.w6(question)[edge_graph]
+        alpha = torch.sigmoid(self.w3(torch.relu(gate))).squeeze(-1)  # eq. 5: f = sigmoid, g = ReLU
+        self.last_alpha = alpha
+        summed = self.propagate(edge_index, x=x, rel_e=rel[edge_type], alpha=alpha, size=(x.shape[0], x.shape[0]))
+        out = self.w2(summed)  # eq. 3: Σ W2 MSG = W2 Σ MSG (W2 is linear)
+        if self.residual:  # deviation from eq. 3, see KGFR.__init__
+            out = out + x
+        return out, rel
+
+    def message(self, x_j: Tensor, rel_e: Tensor, alpha: Tensor) -> Tensor:
+        return alpha.unsqueeze(-1) * (x_j + rel_e)  # eq. 4: α (s + r)
+
+
+class KGFR(nn.Module):
+    """`layers` rounds of progressive propagation (layer i uses facts within i hops, eq. 3), then the
+    score c = W7 e⁽ᴸ⁾ (eq. 8).
+
+    `residual=True` adds e⁽ⁱ⁾ to the layer's output — not in the paper's eq. 3; it keeps the topic
+    entities' one-vectors alive through layers. Off by default; the training config records it.
+    """
+
+    def __init__(self, text_dim: int = 384, dim: int | None = None, layers: int = 3, attn_dim: int = 4, residual: bool = False):
+        super().__init__()
+        dim = dim or text_dim
+        self.config = {"text_dim": text_dim, "dim": dim, "layers": layers, "attn_dim": attn_dim, "residual": residual}
+        # eq. 1 uses the text embedding as r⁽⁰⁾ directly when dim == text_dim (the paper's setting)
+        self.text_in = nn.Identity() if dim == text_dim else nn.Linear(text_dim, dim, bias=False)
+        self.question_in = nn.Identity() if dim == text_dim else nn.Linear(text_dim, dim, bias=False)
+        self.layers = nn.ModuleList(KGFRLayer(dim, attn_dim, residual) for _ in range(layers))
+        self.w7 = nn.Linear(dim, 1, bias=False)  # eq. 8
+        self.dim = dim
+
+    def forward(self, batch: KGFRBatch, keep_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
+        """Scores for every node (N,), and per layer the attention α of the edges it used."""
+        x = torch.zeros(batch.num_nodes, self.dim, device=batch.question.device)
+        x[batch.topic_mask] = 1.0  # topic entities 1_d, all others 0_d
+        rel = self.text_in(batch.relation_text)
+        question = self.question_in(batch.question)
+        attention = []
+        for i, layer in enumerate(self.layers):
+            mask = batch.edge_hop <= i + 1  # progressive propagation
+            x, rel = layer(x, rel, question, batch, mask)
+            if keep_attention:
+                attention.append(layer.last_alpha.detach())  # type: ignore[union-attr]
+        return self.w7(x).squeeze(-1), attention
+
+
+def segment_logsumexp(values: Tensor, segment: Tensor, segments: int) -> Tensor:
+    """log Σ exp(values) within each segment (-inf for an empty one)."""
+    peak = torch.full((segments,), float("-inf"), device=values.device).scatter_reduce(0, segment, values, "amax")
+    safe = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
+    total = torch.zeros(segments, device=values.device).index_add(0, segment, torch.exp(values - safe[segment]))
+    return torch.log(total) + safe
+
+
+def kgfr_loss(scores: Tensor, batch: KGFRBatch) -> Tensor:
+    """Eq. 9, averaged over the questions that have at least one answer in their subgraph:
+    log Σ_{x ∈ all candidates} exp(c_x) − log Σ_{a ∈ answers} exp(c_a)."""
+    assert batch.answer_mask is not None
+    b = batch.num_graphs
+    everything = segment_logsumexp(scores, batch.node_graph, b)
+    positives = segment_logsumexp(scores[batch.answer_mask], batch.node_graph[batch.answer_mask], b)
+    answerable = torch.isfinite(positives)
+    if not answerable.any():
+        return scores.sum() * 0.0
+    return (everything[answerable] - positives[answerable]).mean()
