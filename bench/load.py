@@ -92,7 +92,7 @@ def main() -> int:
         tmp_path = Path(tmp)
         for store in args.stores.split(","):
             if store == "embedded":
-                url = f"oxigraph://{tmp_path / 'embedded'}"
+                url = ""  # one directory per dataset below: an embedded store admits one open writer
             elif store == "oxigraph":
                 url = "oxigraph+" + servers.enter_context(OxigraphServer(tmp_path / "oxigraph")).url
             elif store == "virtuoso":
@@ -104,7 +104,7 @@ def main() -> int:
                 raise SystemExit(f"unknown store {store!r}")
             for i, (dataset, (path, fmt, sep)) in enumerate(DATASETS.items()):
                 kg = f"bench{i}"
-                writer = open_writer(url, kg)
+                writer = open_writer(url or f"oxigraph://{tmp_path / f'embedded-{i}'}", kg)
                 finish = writer.finish
                 recount: list[float] = []
 

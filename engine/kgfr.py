@@ -43,8 +43,9 @@ class KGFRBatch:
 class KGFRLayer(MessagePassing):
     """One layer i: eq. 2 (relations), eq. 3–5 (entities)."""
 
-    def __init__(self, dim: int, attn_dim: int, residual: bool):
+    def __init__(self, dim: int, attn_dim: int, residual: bool, norm: bool = False):
         super().__init__(aggr="add")
+        self.norm = nn.LayerNorm(dim) if norm else None
         self.w1 = nn.Linear(2 * dim, dim, bias=False)  # eq. 2: W1 ∈ R^{d×2d}
         self.w2 = nn.Linear(dim, dim, bias=False)  # eq. 3
         self.w3 = nn.Linear(attn_dim, 1, bias=False)  # eq. 5
@@ -66,7 +67,9 @@ class KGFRLayer(MessagePassing):
         self.last_alpha = alpha
         summed = self.propagate(edge_index, x=x, rel_e=rel[edge_type], alpha=alpha, size=(x.shape[0], x.shape[0]))
         out = self.w2(summed)  # eq. 3: Σ W2 MSG = W2 Σ MSG (W2 is linear)
-        if self.residual:  # deviation from eq. 3, see KGFR.__init__
+        if self.norm is not None:  # deviation from eq. 3, see KGFR
+            out = torch.relu(self.norm(out))
+        if self.residual:  # deviation from eq. 3, see KGFR
             out = out + x
         return out, rel
 
@@ -78,18 +81,20 @@ class KGFR(nn.Module):
     """`layers` rounds of progressive propagation (layer i uses facts within i hops, eq. 3), then the
     score c = W7 e⁽ᴸ⁾ (eq. 8).
 
-    `residual=True` adds e⁽ⁱ⁾ to the layer's output — not in the paper's eq. 3; it keeps the topic
-    entities' one-vectors alive through layers. Off by default; the training config records it.
+    Two optional deviations from eq. 3, both off by default and recorded in a checkpoint's config:
+    `residual=True` adds e⁽ⁱ⁾ to the layer's output (keeps the topic entities' one-vectors alive
+    through the layers); `norm=True` applies LayerNorm + ReLU to it (keeps sums over many neighbours
+    at a trainable scale). The validation numbers that chose them are in the training notes.
     """
 
-    def __init__(self, text_dim: int = 384, dim: int | None = None, layers: int = 3, attn_dim: int = 4, residual: bool = False):
+    def __init__(self, text_dim: int = 384, dim: int | None = None, layers: int = 3, attn_dim: int = 4, residual: bool = False, norm: bool = False):
         super().__init__()
         dim = dim or text_dim
-        self.config = {"text_dim": text_dim, "dim": dim, "layers": layers, "attn_dim": attn_dim, "residual": residual}
+        self.config = {"text_dim": text_dim, "dim": dim, "layers": layers, "attn_dim": attn_dim, "residual": residual, "norm": norm}
         # eq. 1 uses the text embedding as r⁽⁰⁾ directly when dim == text_dim (the paper's setting)
         self.text_in = nn.Identity() if dim == text_dim else nn.Linear(text_dim, dim, bias=False)
         self.question_in = nn.Identity() if dim == text_dim else nn.Linear(text_dim, dim, bias=False)
-        self.layers = nn.ModuleList(KGFRLayer(dim, attn_dim, residual) for _ in range(layers))
+        self.layers = nn.ModuleList(KGFRLayer(dim, attn_dim, residual, norm) for _ in range(layers))
         self.w7 = nn.Linear(dim, 1, bias=False)  # eq. 8
         self.dim = dim
 

@@ -28,6 +28,7 @@ class TrainConfig:
     dim: int | None = None
     attn_dim: int = 4
     residual: bool = False
+    norm: bool = False
     lr: float = 1e-3
     batch_size: int = 16
     epochs: int = 20
@@ -90,7 +91,7 @@ def train(
     rng = random.Random(config.seed)
     device = pick_device(config.device)
     encoder = encoder or TextEncoder()
-    model = KGFR(encoder.dim, config.dim, config.layers, config.attn_dim, config.residual).to(device)
+    model = KGFR(encoder.dim, config.dim, config.layers, config.attn_dim, config.residual, config.norm).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     usable = [p for p in train_items if p.subgraph is not None and p.answers]
     history: list[dict] = []
@@ -110,7 +111,7 @@ def train(
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
             steps += 1
             if max_steps is not None and steps >= max_steps:
                 break

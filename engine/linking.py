@@ -1,0 +1,76 @@
+"""Entity linking from a raw question: every n-gram is looked up in the store's label index in one
+call (exact, then normalised), and the longest non-overlapping matches win, scanning left to right.
+All candidates stay in the trace. (Fuzzy and embedding fallbacks for misspellings: not yet.)"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kgqa.store import GraphStore
+from kgqa.types import LinkedEntity
+
+_TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*|[^\w\s]", re.UNICODE)
+MAX_NGRAM = 10
+# Function words and question words: a KG may well hold a film called "What" or a band called "The",
+# but a question's "what" is almost never it. Spans made only of these words are not looked up.
+STOPWORDS = frozenset(
+    """a an the and or but if of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there when where
+    why how all any both each few more most other some such no nor not only own same so than too very
+    can will just should now is are was were be been being have has had having do does did doing would
+    could i me my we our you your he him his she her it its they them their what which who whom whose
+    this that these those am also as s t don did does was were whats who's what's which's
+    movie movies film films acted starred directed wrote written released release year years language
+    languages genre genres type types tag tags described share same person people""".split()
+)
+
+
+@dataclass
+class Linking:
+    topics: list[LinkedEntity]  # chosen, one per matched span
+    candidates: dict[str, list[LinkedEntity]] = field(default_factory=dict)  # every n-gram that matched
+
+    @property
+    def iris(self) -> list[str]:
+        return list(dict.fromkeys(hit.entity.iri for hit in self.topics))
+
+
+def _spans(question: str) -> list[tuple[int, int, str]]:
+    tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
+    spans = []
+    for i in range(len(tokens)):
+        for j in range(i + 1, min(len(tokens), i + MAX_NGRAM) + 1):
+            text = question[tokens[i][0] : tokens[j - 1][1]]
+            if any(ch.isalnum() for ch in text):
+                spans.append((i, j, text))
+    return spans
+
+
+def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS) -> Linking:
+    """Topic entities of a question, from one `resolve` call. A span matches when the store resolves
+    it; longer spans beat shorter ones, exact matches beat normalised ones, earlier spans beat later
+    ones; spans never overlap; name-like spans beat lone lower-case words (see below)."""
+    spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2]))]
+    found = store.resolve(sorted({text for _, _, text in spans}))
+    matched = [(i, j, text) for i, j, text in spans if found.get(text)]
+    ranked = sorted(matched, key=lambda s: (-(s[1] - s[0]), found[s[2]][0].match != "exact", s[0]))
+    taken: set[int] = set()
+    topics: list[LinkedEntity] = []
+    for i, j, text in ranked:
+        if taken & set(range(i, j)):
+            continue
+        taken |= set(range(i, j))
+        topics.append(found[text][0])
+    # A span written like a name (several words, or a capitalised word) outranks a lone lower-case
+    # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
+    # when the question has no name-like match at all ("who directed kismet").
+    named = [hit for hit in topics if _name_like(hit.query)]
+    topics = named or topics
+    topics.sort(key=lambda hit: question.find(hit.query))
+    return Linking(topics, {text: found[text] for _, _, text in matched})
+
+
+def _name_like(span: str) -> bool:
+    words = _TOKEN.findall(span)
+    return len([w for w in words if any(ch.isalnum() for ch in w)]) > 1 or span[:1].isupper() or any(ch.isdigit() for ch in span)
