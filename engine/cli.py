@@ -1,4 +1,4 @@
-"""`kgqa` command line: load, subgraph, stats."""
+"""`kgqa` command line: load, subgraph, stats, train, ask, eval."""
 
 from __future__ import annotations
 
@@ -146,6 +146,131 @@ def stats(store: StoreOpt = None, kg: KgOpt = None, as_json: Annotated[bool, typ
     for r in relations:
         table.add_row(r.label, f"{r.facts:,}")
     out.print(table)
+
+
+CheckpointOpt = Annotated[Optional[Path], typer.Option("--checkpoint", help="KGFR checkpoint folder (default: the bundled MetaQA one)")]
+
+
+def _bar(description: str, total: int) -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
+
+
+@app.command()
+def train(
+    qa: Annotated[list[Path], typer.Argument(help="QA files (MetaQA `question [topic]<TAB>a|b`, or .jsonl)")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Checkpoint folder to write")],
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    max_per_hop: Annotated[Optional[int], typer.Option("--max-per-hop", min=1, help="Sample at most N questions per file (fixed seed)")] = None,
+    validation: Annotated[float, typer.Option("--validation", min=0.01, max=0.5)] = 0.1,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 20,
+    patience: Annotated[int, typer.Option("--patience", min=1)] = 3,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-3,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
+    residual: Annotated[bool, typer.Option("--residual/--no-residual", help="Deviation from eq. 3: add e(i) to the layer's output")] = True,
+    norm: Annotated[bool, typer.Option("--norm/--no-norm", help="Deviation from eq. 3: LayerNorm + ReLU after each layer")] = True,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
+    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
+) -> None:
+    """Train the KGFR scorer (eq. 9) on QA pairs over a store; early stopping on validation Hits@1."""
+    import random
+
+    from kgqa.kgfr_data import prepare
+    from kgqa.qa_data import read_qa, split
+    from kgqa.train import TrainConfig, train as run_training
+
+    try:
+        graph_store = open_store(store or default_store_url(), kg)
+        examples = []
+        for i, path in enumerate(qa):
+            rows = read_qa(path)
+            examples += random.Random(seed + i).sample(rows, max_per_hop) if max_per_hop and len(rows) > max_per_hop else rows
+        train_set, val_set = split(examples, validation, seed)
+        prepared = []
+        for name, part in (("train", train_set), ("validation", val_set)):
+            with _bar(name, len(part)) as bar:
+                task = bar.add_task(f"subgraphs ({name})", total=len(part))
+                prepared.append(prepare(graph_store, part, 3, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n)))
+        config = TrainConfig(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, residual=residual, norm=norm, seed=seed, device=device,
+                             split={"files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
+                                    "train": len(train_set), "validation_size": len(val_set), "validation_qids": [e.qid for e in val_set]})
+        result = run_training(prepared[0], prepared[1], config, out_dir, log=lambda line: err.print(line, highlight=False))
+    except (KGQAError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="A question in plain language")],
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Topic entity label (skips linking); repeatable")] = None,
+    checkpoint: CheckpointOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Answer a question with the KGFR scorer (no LLM): answers with their best fact and path."""
+    from kgqa.kgfr_answer import KGFRAnswerer
+
+    try:
+        answerer = KGFRAnswerer(open_store(store or default_store_url(), kg), checkpoint)
+        result = answerer.answer(question, topic)
+    except (KGQAError, ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+        return
+    if not result.topics:
+        _fail(f"no entity of KG {answerer.store.kg!r} found in the question (name one with --topic)")
+    out.print("topics: " + ", ".join(f"{t['label']} ({t['match']})" for t in result.topics), highlight=False)
+    for c in result.answers:
+        out.print(f"[bold]{c.label}[/]  score {c.score:.2f}", highlight=False)
+        if c.facts:
+            f = c.facts[0]
+            out.print(f"  fact: {f.head} —{f.relation}→ {f.tail}  (α {f.attention:.2f})", highlight=False)
+        if c.paths:
+            out.print("  path: " + " ; ".join(f"{f.head} —{f.relation}→ {f.tail}" for f in c.paths[0]), highlight=False)
+    s = result.subgraph
+    out.print(f"[dim]subgraph {s['nodes']:,} nodes · {s['edges']:,} edges · {s['round_trips']} round trips · "
+              f"{result.seconds['total'] * 1000:.0f} ms[/]", highlight=False)
+
+
+@app.command(name="eval")
+def eval_command(
+    qa: Annotated[list[Path], typer.Argument(help="QA files (MetaQA format or .jsonl)")],
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    checkpoint: CheckpointOpt = None,
+    topics: Annotated[str, typer.Option("--topics", help="gold: use the file's topics; linked: link them from the question")] = "linked",
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="First N questions per file")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Report folder (eval.json, eval.md, PNG plots)")] = Path("eval-report"),
+) -> None:
+    """Evaluate on QA files: Hits@1, Hits@k, F1 (all and answerable), per hop, linking, time per stage."""
+    from kgqa.evaluate import evaluate_kgfr, write_report
+    from kgqa.kgfr_answer import KGFRAnswerer
+    from kgqa.qa_data import read_qa
+
+    if topics not in ("gold", "linked"):
+        _fail(f"--topics must be gold or linked, got {topics!r}")
+    try:
+        examples = []
+        for path in qa:
+            rows = read_qa(path)
+            examples += rows[:limit] if limit else rows
+        answerer = KGFRAnswerer(open_store(store or default_store_url(), kg), checkpoint)
+        with _bar("eval", len(examples)) as bar:
+            task = bar.add_task("questions", total=len(examples))
+            report = evaluate_kgfr(answerer, examples, gold_topics=topics == "gold", progress=lambda n: bar.update(task, completed=n))
+        written = write_report(report, out_dir, f"kgqa eval ({topics} topics, KG {answerer.store.kg!r})")
+    except (KGQAError, ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    out.print((out_dir / "eval.md").read_text(), highlight=False, markup=False)
+    out.print(f"wrote {', '.join(str(p) for p in written)}")
 
 
 def main() -> None:

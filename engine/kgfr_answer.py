@@ -1,0 +1,150 @@
+"""Answering with a trained KGFR scorer and no LLM (KGFR §V-A): the ranking is the answer.
+
+Evidence per question: node-level top-k candidates (eq. 10), edge-level top-n facts into each
+candidate by the maximum attention over layers (eq. 11), and path-level directed shortest paths in
+the subgraph from each candidate to each topic entity (eq. 12).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kgqa.kgfr_batch import make_batch
+from kgqa.linking import Linking, link
+from kgqa.retrieval import retrieve
+from kgqa.store import GraphStore
+from kgqa.subgraph import Subgraph
+from kgqa.text import TextEncoder
+from kgqa.train import load_checkpoint
+
+BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "kgfr-metaqa"
+DEFAULT_MARGIN = 1.0
+
+
+@dataclass
+class Fact:
+    head: str
+    relation: str
+    tail: str
+    attention: float
+
+
+@dataclass
+class Candidate:
+    iri: str
+    label: str
+    score: float
+    facts: list[Fact] = field(default_factory=list)  # eq. 11
+    paths: list[list[Fact]] = field(default_factory=list)  # eq. 12, one per topic entity reached
+
+
+@dataclass
+class KGFRResult:
+    question: str
+    answers: list[Candidate]  # the candidates within `margin` of the best score
+    candidates: list[Candidate]  # eq. 10: top-k
+    topics: list[dict]
+    linking_candidates: dict[str, list[str]]
+    subgraph: dict
+    seconds: dict[str, float]
+    node_labels: list[str] = field(default_factory=list, repr=False)  # every node of the subgraph (for evaluation)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        del data["node_labels"]
+        return data
+
+
+class KGFRAnswerer:
+    def __init__(self, store: GraphStore, checkpoint: str | Path | None = None, encoder: TextEncoder | None = None,
+                 k: int = 20, n: int = 20, device: str = "auto"):
+        self.store = store
+        self.model, self.meta = load_checkpoint(Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT, device)
+        self.device = next(self.model.parameters()).device
+        self.encoder = encoder or TextEncoder()
+        train = self.meta.get("train", {})
+        self.hops, self.lam = int(train.get("hops", 3)), int(train.get("lam", 100))
+        self.margin = float(self.meta.get("margin", DEFAULT_MARGIN))
+        self.k, self.n = k, n
+
+    def answer(self, question: str, topics: list[str] | None = None) -> KGFRResult:
+        seconds: dict[str, float] = {}
+        started = time.perf_counter()
+        if topics is None:
+            linking = link(self.store, question)
+        else:
+            found = self.store.resolve(topics)
+            linking = Linking([hits[0] for hits in found.values() if hits], {k: v for k, v in found.items() if v})
+        seconds["link"] = time.perf_counter() - started
+        topic_info = [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in linking.topics]
+        linking_candidates = {span: [hit.entity.iri for hit in hits] for span, hits in linking.candidates.items()}
+        if not linking.topics:
+            return KGFRResult(question, [], [], topic_info, linking_candidates, {}, seconds)
+        mark = time.perf_counter()
+        sg = retrieve(self.store, linking.iris, self.hops, self.lam)
+        seconds["retrieve"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        candidates = self.score(sg, question)
+        seconds["score"] = time.perf_counter() - mark
+        best = candidates[0].score if candidates else 0.0
+        answers = [c for c in candidates if c.score >= best - self.margin]
+        seconds["total"] = time.perf_counter() - started
+        stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam}
+        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg.node_labels)
+
+    @torch.no_grad()
+    def score(self, sg: Subgraph, question: str) -> list[Candidate]:
+        batch = make_batch([sg], self.encoder.encode([question]), self.encoder).to(self.device)
+        scores, attention = self.model(batch, keep_attention=True)
+        scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
+        alpha_max = torch.zeros(batch.edge_index.shape[1])
+        for i, alpha in enumerate(attention):  # α^max over the layers that used each edge (eq. 11)
+            used = (batch.edge_hop <= i + 1).nonzero().squeeze(-1).cpu()
+            alpha_max[used] = torch.maximum(alpha_max[used], alpha.cpu())
+        src, dst = batch.edge_index.cpu().numpy()
+        types = batch.edge_type.cpu().numpy()
+        top = [int(i) for i in torch.argsort(scores, descending=True)[: self.k] if torch.isfinite(scores[i])]
+        into: dict[int, list[int]] = {}
+        for e, t in enumerate(dst):
+            into.setdefault(int(t), []).append(e)
+
+        def fact(e: int) -> Fact:
+            return Fact(sg.node_labels[src[e]], sg.relation_name(int(types[e])), sg.node_labels[dst[e]], float(alpha_max[e]))
+
+        out = []
+        for node in top:
+            edges = sorted(into.get(node, []), key=lambda e: -float(alpha_max[e]))[: self.n]
+            paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(src, dst, node, int(topic)))]
+            out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), [fact(e) for e in edges], paths))
+        return out
+
+
+def _shortest_path(src: np.ndarray, dst: np.ndarray, start: int, goal: int) -> list[int]:
+    """Edge ids of one shortest directed path start → goal (both directions of every fact exist)."""
+    if start == goal:
+        return []
+    out: dict[int, list[int]] = {}
+    for e, s in enumerate(src):
+        out.setdefault(int(s), []).append(e)
+    previous: dict[int, int] = {start: -1}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for e in out.get(node, []):
+            nxt = int(dst[e])
+            if nxt not in previous:
+                previous[nxt] = e
+                if nxt == goal:
+                    path = []
+                    while nxt != start:
+                        path.append(previous[nxt])
+                        nxt = int(src[previous[nxt]])
+                    return path[::-1]
+                queue.append(nxt)
+    return []
