@@ -1,0 +1,117 @@
+"""KGFR scoring throughput: questions/s of batched scoring for 1/2/3-hop APP subgraphs (λ=100) of
+MetaQA dev questions (question and relation embeddings precomputed), end to end (link → retrieve →
+score) on the embedded store, and peak memory. CPU threads as given (--threads, default all cores);
+CUDA too where present. Prints Markdown tables; saves bench/results/scoring.json.
+
+    .venv/bin/python bench/scoring.py [--questions 256] [--checkpoint DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from kgqa import retrieve
+from kgqa.kgfr_answer import KGFRAnswerer
+from kgqa.kgfr_batch import make_batch
+from kgqa.loaders import load_file
+from kgqa.qa_data import read_qa
+from kgqa.sparql.embedded import EmbeddedWriter
+from kgqa.text import TextEncoder
+
+ROOT = Path(__file__).resolve().parents[1]
+METAQA = ROOT.parent / "shared" / "data" / "metaqa"
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--questions", type=int, default=256, help="questions per hop")
+    ap.add_argument("--checkpoint", type=Path, default=None)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scoring.json")
+    args = ap.parse_args()
+    if not METAQA.exists():
+        print(f"needs {METAQA}", file=sys.stderr)
+        return 2
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    rows, e2e = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = EmbeddedWriter.open(Path(tmp) / "store", "metaqa")
+        load_file(writer, METAQA / "kb_reconstructed.txt")
+        store = writer.reader()
+        encoder = TextEncoder()
+        answerer = KGFRAnswerer(store, args.checkpoint, encoder)
+        for hop in (1, 2, 3):
+            examples = random.Random(hop).sample(read_qa(METAQA / f"{hop}-hop" / "qa_dev.txt"), args.questions)
+            found = store.resolve(sorted({t for e in examples for t in e.topics}))
+            items = [(e, [found[t][0].entity.iri for t in e.topics if found.get(t)]) for e in examples]
+            items = [(e, t) for e, t in items if t]
+            subgraphs = [retrieve(store, topics, hops=hop, lam=100) for _, topics in items]
+            qv = encoder.encode([e.question for e, _ in items])
+            for sg in subgraphs:  # relation embeddings cached before timing
+                make_batch([sg], qv[:1], encoder)
+            for device in devices:
+                model = answerer.model.to(device)
+                for batch_size in (1, 32, 128):
+                    batches = [make_batch(subgraphs[i : i + batch_size], qv[i : i + batch_size], encoder).to(device) for i in range(0, len(subgraphs), batch_size)]
+                    t = time.perf_counter()
+                    built = [make_batch(subgraphs[i : i + batch_size], qv[i : i + batch_size], encoder) for i in range(0, len(subgraphs), batch_size)]
+                    build_s = time.perf_counter() - t
+                    with torch.no_grad():
+                        model(batches[0])  # warm-up
+                        if device == "cuda":
+                            torch.cuda.synchronize()
+                        t = time.perf_counter()
+                        for b in batches:
+                            model(b)
+                        if device == "cuda":
+                            torch.cuda.synchronize()
+                        score_s = time.perf_counter() - t
+                    rows.append({
+                        "hops": hop, "device": device, "batch": batch_size, "questions": len(subgraphs),
+                        "nodes_mean": statistics.mean(sg.num_nodes for sg in subgraphs), "edges_mean": statistics.mean(sg.num_edges for sg in subgraphs),
+                        "q_per_s": len(subgraphs) / score_s, "q_per_s_with_batching": len(subgraphs) / (score_s + build_s),
+                    })
+                    print(f"hops={hop} {device} batch={batch_size}: {rows[-1]['q_per_s']:,.0f} q/s", file=sys.stderr)
+                    del built
+            answerer.model.to("cpu")
+            times = {"link": [], "retrieve": [], "score": [], "total": []}
+            for e, _ in items[:64]:
+                result = answerer.answer(e.question)
+                for stage in times:
+                    times[stage].append(result.seconds.get(stage, 0.0))
+            e2e.append({"hops_of_question": hop, "questions": len(times["total"]), **{f"{k}_ms_p50": 1000 * statistics.median(v) for k, v in times.items()},
+                        "q_per_s": len(times["total"]) / sum(times["total"])})
+    print(f"\n## Batched KGFR scoring (questions/s; {torch.get_num_threads()} CPU threads; embeddings precomputed)\n")
+    print("| subgraph hops (λ=100) | device | batch | questions | nodes (mean) | edges (mean) | q/s (model) | q/s (incl. batch assembly) |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['hops']} | {r['device']} | {r['batch']} | {r['questions']} | {r['nodes_mean']:.0f} | {r['edges_mean']:.0f} | {r['q_per_s']:,.0f} | {r['q_per_s_with_batching']:,.0f} |")
+    print("\n## End to end on the embedded store (link → retrieve 3 hops → score), one question at a time\n")
+    print("| question hops | questions | link ms p50 | retrieve ms p50 | score ms p50 | total ms p50 | q/s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in e2e:
+        print(f"| {r['hops_of_question']} | {r['questions']} | {r['link_ms_p50']:.1f} | {r['retrieve_ms_p50']:.1f} | {r['score_ms_p50']:.1f} | {r['total_ms_p50']:.1f} | {r['q_per_s']:.1f} |")
+    print(f"\npeak RSS {peak_rss_mb():,.0f} MB")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"scoring": rows, "end_to_end": e2e, "peak_rss_mb": peak_rss_mb()}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

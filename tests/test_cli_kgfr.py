@@ -1,0 +1,81 @@
+"""`kgqa train`, `kgqa ask` and `kgqa eval` as a user runs them, on the demo KG in an on-disk store."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DEMO_KG
+
+
+def kgqa(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A store with the demo KG, QA pairs built from its facts, and a checkpoint trained on them."""
+    tmp = tmp_path_factory.mktemp("kgfr-cli")
+    url = f"oxigraph://{tmp / 'store'}"
+    assert kgqa("load", str(DEMO_KG), "--kg", "demo", "--store", url).returncode == 0
+    with gzip.open(DEMO_KG, "rt", encoding="utf-8") as f:
+        facts = [line.rstrip("\n").split("|") for line in f if line.strip()]
+    directors = {s: o for s, r, o in facts if r == "directed_by"}
+    years = {s: o for s, r, o in facts if r == "release_year"}
+    movies = sorted(set(directors) & set(years))
+    random.Random(0).shuffle(movies)
+    lines = [f"who directed [{m}]\t{directors[m]}" for m in movies[:40]] + [f"when was [{m}] released\t{years[m]}" for m in movies[40:80]]
+    qa = tmp / "qa.txt"
+    qa.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ckpt = tmp / "ckpt"
+    result = kgqa("train", str(qa), "--store", url, "--out", str(ckpt), "--epochs", "2", "--cache-dir", str(tmp / "cache"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    return url, qa, ckpt, tmp
+
+
+def test_train_writes_a_checkpoint_with_its_provenance(trained):
+    _, _, ckpt, _ = trained
+    meta = json.loads((ckpt / "config.json").read_text())
+    assert (ckpt / "model.safetensors").stat().st_size > 100_000
+    assert meta["encoder"] == "all-MiniLM-L6-v2" and meta["model"]["layers"] == 3
+    assert meta["train"]["lam"] == 100 and meta["train"]["hops"] == 3
+    assert meta["train"]["split"]["validation_size"] == 8 and len(meta["train"]["split"]["validation_qids"]) == 8
+    assert meta["code_version"] and "margin" in meta and len(meta["history"]) >= 1
+
+
+def test_ask_answers_with_evidence(trained):
+    url, _, ckpt, _ = trained
+    result = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt), "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    answer = json.loads(result.stdout)
+    assert [t["label"] for t in answer["topics"]] == ["Kismet"]
+    assert 1 <= len(answer["answers"]) <= len(answer["candidates"]) <= 20
+    assert answer["subgraph"]["round_trips"] == 4  # 3 hops + labels
+    best = answer["candidates"][0]
+    assert best["facts"] and best["paths"] and best["paths"][0][-1]["tail"] == "Kismet"
+    assert all(c["label"] != "Kismet" for c in answer["candidates"])  # topics are not answers
+    text = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt))
+    assert text.returncode == 0 and "fact:" in text.stdout and "path:" in text.stdout
+    nothing = kgqa("ask", "what is it", "--store", url, "--checkpoint", str(ckpt))
+    assert nothing.returncode == 2 and "no entity" in nothing.stderr and "Traceback" not in nothing.stderr
+
+
+def test_eval_reports_json_markdown_and_plots(trained):
+    url, qa, ckpt, tmp = trained
+    out = tmp / "report"
+    result = kgqa("eval", str(qa), "--store", url, "--checkpoint", str(ckpt), "--out", str(out), "--limit", "30")
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads((out / "eval.json").read_text())
+    group = report["groups"]["all"]
+    assert group["questions"] == 30 and group["linking_accuracy"] == 1.0
+    assert group["answerable_in_subgraph"] == 30 and 0.0 <= group["hits1"] <= group["hits20"] <= 1.0
+    assert (out / "eval.md").read_text().startswith("# kgqa eval") and (out / "accuracy.png").exists() and (out / "time.png").exists()
+    bad = tmp / "bad.txt"
+    bad.write_text("who directed [Kismet]\tWilliam Dieterle\nno tab here\n", encoding="utf-8")
+    failed = kgqa("eval", str(bad), "--store", url, "--checkpoint", str(ckpt), "--out", str(tmp / "r2"))
+    assert failed.returncode == 2 and "bad.txt:2" in failed.stderr
