@@ -29,6 +29,8 @@ class SparqlReader:
     #: Longest VALUES list one query may carry (None: no limit). Virtuoso's SPARQL compiler refuses
     #: a few thousand ("SP030: Too many arguments"); longer lists are sent in slices, one round trip each.
     max_values: int | None = None
+    #: The queries one hop runs (each one round trip): both directions in one query by default.
+    expand_queries: tuple[str, ...] = ("expand_hop",)
 
     def __init__(self, kg: str):
         self.ns = KGNamespace(kg)
@@ -58,7 +60,8 @@ class SparqlReader:
         return resolved(labels, exact, normalised)
 
     def expand(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
-        """One round trip for the hop — more only where `max_values` makes the lists too long."""
+        """One round trip for the hop (per query in `expand_queries`) — more only where `max_values`
+        makes the lists too long."""
         if not frontier:
             return []
         scan_limit = escape.integer(max(lam, len(reached)))
@@ -66,7 +69,8 @@ class SparqlReader:
         rows: list[Row] = []
         for part in _slices(frontier, self.max_values):
             front = escape.iri_list(part)
-            rows += self._select("expand_hop", frontier=front, reached=escape.iri_list(reached_slices[0]), scan_limit=scan_limit)
+            for name in self.expand_queries:
+                rows += self._select(name, frontier=front, reached=escape.iri_list(reached_slices[0]), scan_limit=scan_limit)
             for more in reached_slices[1:]:
                 rows += self._select("expand_probe", frontier=front, reached=escape.iri_list(more), scan_limit=scan_limit)
         # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
