@@ -70,15 +70,6 @@ class HttpClient:
         raise AssertionError("unreachable")
 
 
-# Virtuoso's planner may read `GRAPH data { ?s ?r ?o }` before the fan-out graph has bound ?r, i.e.
-# every edge of a hub (measured: 49 s for one 2-hop retrieval from a 300k-edge hub; with this pragma,
-# which keeps the written join order, 0.01 s). The pragma slows the incoming half tenfold (measured
-# 197 ms against 5 ms at hop 2 beside a hub), so on Virtuoso a hop is two queries: the outgoing half
-# with the pragma, the incoming half without.
-VIRTUOSO_KEEP_ORDER = 'DEFINE sql:select-option "order"\n'
-VIRTUOSO_KEEP_ORDER_FOR = frozenset({"expand_out"})
-
-
 class SparqlEndpointStore(SparqlReader):
     """`kgqa.store.GraphStore` over a SPARQL query endpoint (it only ever sends SELECT queries)."""
 
@@ -115,15 +106,17 @@ class SparqlEndpointStore(SparqlReader):
         return "virtuoso" in self.server.lower()
 
     @property
-    def expand_queries(self) -> tuple[str, ...]:  # type: ignore[override]
-        return ("expand_out", "expand_in") if self.is_virtuoso else ("expand_hop",)
+    def expand_round_trips(self) -> int:  # type: ignore[override]
+        """Virtuoso's planner may read `GRAPH data { ?s ?r ?o }` before the fan-out graph binds ?r,
+        i.e. all of a hub's edges (measured: 49 s for one retrieval next to a 300k-edge hub; the
+        `sql:select-option "order"` pragma avoids that but made hop 2 ~30x slower), so there a hop
+        is two queries whose data lookups always have subject and relation bound."""
+        return 2 if self.is_virtuoso else 1
 
     def close(self) -> None:
         self._http.close()
 
     def _execute(self, name: str, query: str) -> list[Row]:
-        if self.is_virtuoso and name in VIRTUOSO_KEEP_ORDER_FOR:
-            query = VIRTUOSO_KEEP_ORDER + query
         form = {"query": query} if self.server_timeout_ms is None else {"query": query, "timeout": str(self.server_timeout_ms)}
         status, headers, payload = self._http.post(
             "", urlencode(form).encode(), "application/x-www-form-urlencoded", "application/sparql-results+json"

@@ -59,3 +59,13 @@ def integer(value: int) -> SparqlTerm:
 def iri_list(values: list[str] | tuple[str, ...] | set[str]) -> SparqlTerm:
     """Space-separated IRIs for a `VALUES ?x { … }` block."""
     return SparqlTerm(" ".join(iri(v) for v in values))
+
+
+NO_MATCH = "urn:kgqa:no-match"
+
+
+def iri_pairs(pairs: list[tuple[str, str]]) -> SparqlTerm:
+    """Rows of a two-variable VALUES block: `(<a> <b>) (<c> <d>)`. An empty list becomes one row
+    that matches nothing (an empty block is valid SPARQL, but not every engine accepts it)."""
+    rows = pairs or [(NO_MATCH, NO_MATCH)]
+    return SparqlTerm(" ".join(f"({iri(a)} {iri(b)})" for a, b in rows))

@@ -29,8 +29,9 @@ class SparqlReader:
     #: Longest VALUES list one query may carry (None: no limit). Virtuoso's SPARQL compiler refuses
     #: a few thousand ("SP030: Too many arguments"); longer lists are sent in slices, one round trip each.
     max_values: int | None = None
-    #: The queries one hop runs (each one round trip): both directions in one query by default.
-    expand_queries: tuple[str, ...] = ("expand_hop",)
+    #: How many queries one hop sends: 1 (expand_hop.rq), or 2 (expand_groups.rq, then
+    #: expand_members.rq with subject and relation bound: for planners that would scan hubs).
+    expand_round_trips: int = 1
 
     def __init__(self, kg: str):
         self.ns = KGNamespace(kg)
@@ -60,17 +61,18 @@ class SparqlReader:
         return resolved(labels, exact, normalised)
 
     def expand(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
-        """One round trip for the hop (per query in `expand_queries`) — more only where `max_values`
+        """One round trip for the hop (two where `expand_round_trips` says so) — more only where `max_values`
         makes the lists too long."""
         if not frontier:
             return []
+        if self.expand_round_trips == 2:
+            return self._expand_two_step(frontier, reached, lam)
         scan_limit = escape.integer(max(lam, len(reached)))
         reached_slices = _slices(list(reached), self.max_values)
         rows: list[Row] = []
         for part in _slices(frontier, self.max_values):
             front = escape.iri_list(part)
-            for name in self.expand_queries:
-                rows += self._select(name, frontier=front, reached=escape.iri_list(reached_slices[0]), scan_limit=scan_limit)
+            rows += self._select("expand_hop", frontier=front, reached=escape.iri_list(reached_slices[0]), scan_limit=scan_limit)
             for more in reached_slices[1:]:
                 rows += self._select("expand_probe", frontier=front, reached=escape.iri_list(more), scan_limit=scan_limit)
         # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
@@ -79,6 +81,37 @@ class SparqlReader:
             for r in rows
             if int(r["n"]) <= lam or r["o"] in reached
         ]
+
+    def _expand_two_step(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
+        """The same hop as expand_hop.rq in two queries: group sizes first, then the members of the
+        groups to read (n <= max(λ, |reached|)) and probes of the larger ones, as (s, r) rows."""
+        scan_limit = max(lam, len(reached))
+        sizes: dict[tuple[str, str, bool], int] = {}
+        for part in _slices(frontier, self.max_values):
+            for r in self._select("expand_groups", frontier=escape.iri_list(part)):
+                sizes[(r["s"], r["r"], r["inv"] in ("true", "1"))] = int(r["n"])
+        lists: list[list[tuple[str, str]]] = [[], [], [], []]  # read out, read in, probe out, probe in
+        for (s, r, inv), n in sorted(sizes.items()):
+            lists[(2 if n > scan_limit else 0) + int(inv)].append((s, r))
+        size = self.max_values or max(1, *map(len, lists))
+        reached_slices = _slices(list(reached), self.max_values)
+        rows: list[Row] = []
+        for c in range(0, max(map(len, lists)), size):
+            part = [items[c : c + size] for items in lists]
+            for k, some_reached in enumerate(reached_slices):
+                if k and not (part[2] or part[3]):
+                    break  # further reached slices only matter to probes
+                rows += self._select(
+                    "expand_members",
+                    read_out=escape.iri_pairs(part[0] if k == 0 else []), read_in=escape.iri_pairs(part[1] if k == 0 else []),
+                    probe_out=escape.iri_pairs(part[2]), probe_in=escape.iri_pairs(part[3]), reached=escape.iri_list(some_reached),
+                )
+        edges = []
+        for r in rows:
+            inv = r["inv"] in ("true", "1")
+            if sizes[(r["s"], r["r"], inv)] <= lam or r["o"] in reached:
+                edges.append(Edge(r["s"], r["r"], inv, r["o"]))
+        return edges
 
     def labels(self, iris: Iterable[str]) -> dict[str, str]:
         """One label per IRI: an explicitly given label (a labels file, rdfs:label in RDF) over the

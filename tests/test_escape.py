@@ -48,3 +48,12 @@ def test_numbers_and_renderer_take_only_escaped_terms():
             escape.integer(bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         render("labels", entities="<urn:x:y>", meta=escape.iri("urn:m:g"))  # a raw str is refused
+
+
+def test_iri_pairs_escape_every_iri_and_never_render_an_empty_block():
+    from kgqa.sparql.escape import NO_MATCH, iri_pairs
+
+    assert iri_pairs([("http://a/1", "http://a/r")]) == "(<http://a/1> <http://a/r>)"
+    assert iri_pairs([]) == f"(<{NO_MATCH}> <{NO_MATCH}>)"
+    with pytest.raises(ValueError):
+        iri_pairs([("http://a/1", "http://a/r> } DROP ALL {")])
