@@ -37,7 +37,7 @@ def read_qa(path: str | Path, hop: int | None = None) -> list[QAExample]:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            qid = f"{path.name}:{number}"
+            qid = f"{path.parent.name}/{path.name}:{number}"
             if path.suffix in (".jsonl", ".json"):
                 try:
                     row = json.loads(line)
