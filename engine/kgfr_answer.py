@@ -111,8 +111,10 @@ class KGFRAnswerer:
         types = batch.edge_type.cpu().numpy()
         top = [int(i) for i in torch.argsort(scores, descending=True)[: self.k] if torch.isfinite(scores[i])]
         into: dict[int, list[int]] = {}
-        for e, t in enumerate(dst):
+        out_of: dict[int, list[int]] = {}
+        for e, (h, t) in enumerate(zip(src, dst)):
             into.setdefault(int(t), []).append(e)
+            out_of.setdefault(int(h), []).append(e)
 
         def fact(e: int) -> Fact:
             return Fact(sg.node_labels[src[e]], sg.relation_name(int(types[e])), sg.node_labels[dst[e]], float(alpha_max[e]))
@@ -120,18 +122,16 @@ class KGFRAnswerer:
         out = []
         for node in top:
             edges = sorted(into.get(node, []), key=lambda e: -float(alpha_max[e]))[: self.n]
-            paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(src, dst, node, int(topic)))]
+            paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(out_of, src, dst, node, int(topic)))]
             out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), [fact(e) for e in edges], paths))
         return out
 
 
-def _shortest_path(src: np.ndarray, dst: np.ndarray, start: int, goal: int) -> list[int]:
-    """Edge ids of one shortest directed path start → goal (both directions of every fact exist)."""
+def _shortest_path(out: dict[int, list[int]], src: np.ndarray, dst: np.ndarray, start: int, goal: int) -> list[int]:
+    """Edge ids of one shortest directed path start → goal (both directions of every fact exist);
+    `out` lists the edges leaving each node, built once per question."""
     if start == goal:
         return []
-    out: dict[int, list[int]] = {}
-    for e, s in enumerate(src):
-        out.setdefault(int(s), []).append(e)
     previous: dict[int, int] = {start: -1}
     queue = deque([start])
     while queue:

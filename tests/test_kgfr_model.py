@@ -111,6 +111,6 @@ def test_shapes_on_real_subgraphs_and_loss_falls(demo_kg, encoder):
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0], losses
     assert np.isfinite(losses).all()
