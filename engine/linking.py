@@ -74,3 +74,12 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
 def _name_like(span: str) -> bool:
     words = _TOKEN.findall(span)
     return len([w for w in words if any(ch.isalnum() for ch in w)]) > 1 or span[:1].isupper() or any(ch.isdigit() for ch in span)
+
+
+def link_or_resolve(store: GraphStore, question: str, topics: list[str] | None = None) -> Linking:
+    """The question's topic entities: the given topic labels resolved (first hit each), or linked
+    from the question when none are given."""
+    if topics is None:
+        return link(store, question)
+    found = store.resolve(topics)
+    return Linking([hits[0] for hits in found.values() if hits], {k: v for k, v in found.items() if v})

@@ -1,0 +1,84 @@
+"""What every method returns: answers mapped back to the KG, the evidence, and what it cost.
+
+`Answer.to_json()` is the stable JSON form (the service and `kgqa ask --json` print it):
+
+    {"question", "method", "text",                      # text: the LLM's raw final reply ("" without one)
+     "answers": [{"text", "iri", "label", "match", "score"}],   # match: subgraph|exact|normalised|linked|none|ranked
+     "topics": [{"query", "iri", "label", "match"}],
+     "evidence": {"candidates": [...], "facts": [str], "paths": [str], "outline": str|null},
+     "trace": {"round_trips", "subgraph": {...}, "seconds": {stage: s}, "fallback": str|null,
+               "llm": {"calls", "prompt_tokens", "completion_tokens", "seconds", "retries"},
+               "llm_calls": [{"purpose", "provider", "model", "prompt_tokens", "completion_tokens",
+                              "seconds", "retries", "temperature", "cached", "ok", "error"}]}}
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class AnswerItem:
+    text: str  # as the method produced it
+    iri: str | None = None  # the KG entity it maps to, if any
+    label: str | None = None
+    match: str = "none"  # how it was mapped: subgraph | exact | normalised | linked | none | ranked
+    score: float | None = None
+
+
+@dataclass
+class LLMCall:
+    purpose: str  # e.g. "lmp.transform.l2", "kgfr.reflect.s1"
+    provider: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    retries: int = 0
+    temperature: float = 0.0
+    cached: bool = False
+    ok: bool = True
+    error: str | None = None
+
+
+@dataclass
+class Trace:
+    round_trips: int = 0
+    subgraph: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    fallback: str | None = None  # why the method fell back (e.g. to answering without the KG)
+
+    def llm_totals(self) -> dict[str, float]:
+        return {
+            "calls": len(self.llm_calls),
+            "prompt_tokens": sum(c.prompt_tokens for c in self.llm_calls),
+            "completion_tokens": sum(c.completion_tokens for c in self.llm_calls),
+            "seconds": sum(c.seconds for c in self.llm_calls),
+            "retries": sum(c.retries for c in self.llm_calls),
+        }
+
+
+@dataclass
+class Evidence:
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # KGFR eq. 10 (label, iri, score)
+    facts: list[str] = field(default_factory=list)  # verbalised facts
+    paths: list[str] = field(default_factory=list)
+    outline: str | None = None  # LMP's topological readout
+
+
+@dataclass
+class Answer:
+    question: str
+    method: str
+    answers: list[AnswerItem] = field(default_factory=list)
+    text: str = ""
+    topics: list[dict[str, str]] = field(default_factory=list)
+    evidence: Evidence = field(default_factory=Evidence)
+    trace: Trace = field(default_factory=Trace)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["trace"]["llm"] = self.trace.llm_totals()
+        return data

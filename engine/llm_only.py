@@ -1,0 +1,46 @@
+"""The `llm-only` baselines (LMP Appendix B.1): IO prompting and chain-of-thought, one call, no KG.
+
+The answers are still mapped to KG entities so they score like every other method. The IO prompt
+is also the no-KG fallback of the other methods (LMP A.7).
+"""
+
+from __future__ import annotations
+
+import time
+
+from kgqa.answer import Answer
+from kgqa.answer_mapping import map_answers
+from kgqa.linking import Linking
+from kgqa.llm import LLM, LLMError
+from kgqa.llm_session import LLMSession, Reply
+from kgqa.store import GraphStore
+
+STYLES = ("io", "cot")
+
+
+def topics_json(linking: Linking) -> list[dict[str, str]]:
+    return [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in linking.topics]
+
+
+def answer_without_kg(session: LLMSession, question: str, purpose: str, style: str = "io") -> Reply:
+    return session.ask(purpose, f"llm_only_{style}", question=question)
+
+
+def answer_llm_only(store: GraphStore, llm: LLM, question: str, style: str = "io") -> Answer:
+    if style not in STYLES:
+        raise ValueError(f"llm-only style must be one of {STYLES}, not {style!r}")
+    started = time.perf_counter()
+    session = LLMSession(llm, max_calls=1)
+    result = Answer(question, f"llm-only-{style}")
+    try:
+        reply = answer_without_kg(session, question, f"llm_only.{style}", style)
+        result.trace.seconds["answer"] = time.perf_counter() - started
+        result.text = reply.text
+        mark = time.perf_counter()
+        result.answers = map_answers(reply.text, store)
+        result.trace.seconds["map_answers"] = time.perf_counter() - mark
+    except LLMError as error:
+        result.trace.fallback = f"LLM failed: {error}"
+    result.trace.llm_calls = session.calls
+    result.trace.seconds["total"] = time.perf_counter() - started
+    return result
