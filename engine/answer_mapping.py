@@ -59,45 +59,35 @@ def map_answers(text: str, store: GraphStore, subgraph: Subgraph | None = None) 
     if subgraph is not None:
         for iri, label in zip(subgraph.nodes, subgraph.node_labels):
             by_label.setdefault(normalise_label(label), (iri, label))
-    out: list[AnswerItem] = []
+    wanted = sorted({s for item, parts in zip(items, pieces) for s in [item, *parts]
+                     if normalise_label(s) and normalise_label(s) not in by_label})
+    resolved = store.resolve(wanted) if wanted else {}
 
-    def from_subgraph(s: str) -> AnswerItem | None:
+    def lookup(s: str) -> AnswerItem | None:
         hit = by_label.get(normalise_label(s))
-        return AnswerItem(s, hit[0], hit[1], "subgraph") if hit else None
+        if hit:
+            return AnswerItem(s, hit[0], hit[1], "subgraph")
+        hits = resolved.get(s) or []
+        return AnswerItem(s, hits[0].entity.iri, hits[0].entity.label, hits[0].match) if hits else None
 
-    unresolved: list[int] = []
-    for i, item in enumerate(items):
-        found = from_subgraph(item)
-        if found is None and len(pieces[i]) > 1:
-            parts = [p for p in (from_subgraph(p) for p in pieces[i]) if p]
-            if parts:
-                out.extend(parts)
-                continue
+    out: list[AnswerItem] = []
+    linked_budget = MAX_LINKED
+    for item, parts in zip(items, pieces):
+        found = lookup(item)
         if found:
             out.append(found)
-        else:
-            unresolved.append(i)
-    if unresolved:
-        wanted = sorted({s for i in unresolved for s in [items[i], *pieces[i]] if normalise_label(s)})
-        resolved = store.resolve(wanted) if wanted else {}
-        linked_budget = MAX_LINKED
-        for i in unresolved:
-            item = items[i]
-            hits = resolved.get(item) or []
-            if hits:
-                out.append(AnswerItem(item, hits[0].entity.iri, hits[0].entity.label, hits[0].match))
+            continue
+        split = [lookup(p) for p in parts] if len(parts) > 1 else []
+        if split and all(split):
+            out.extend(s for s in split if s)
+            continue
+        if linked_budget > 0:
+            linked_budget -= 1
+            topics = link(store, item).topics
+            if topics:
+                out.append(AnswerItem(item, topics[0].entity.iri, topics[0].entity.label, "linked"))
                 continue
-            parts = [(p, resolved.get(p) or []) for p in pieces[i]] if len(pieces[i]) > 1 else []
-            if parts and all(h for _, h in parts):
-                out.extend(AnswerItem(p, h[0].entity.iri, h[0].entity.label, h[0].match) for p, h in parts)
-                continue
-            if linked_budget > 0:
-                linked_budget -= 1
-                topics = link(store, item).topics
-                if topics:
-                    out.append(AnswerItem(item, topics[0].entity.iri, topics[0].entity.label, "linked"))
-                    continue
-            out.append(AnswerItem(item))
+        out.append(AnswerItem(item))
     return _dedupe(out)
 
 

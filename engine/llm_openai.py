@@ -61,7 +61,7 @@ class OpenAICompatibleLLM:
         return {
             "retry": retry_if_exception(_retryable),
             "stop": stop_after_attempt(self.max_attempts) | stop_after_delay(self.max_seconds),
-            "wait": wait_exponential_jitter(initial=0.5, max=8.0),
+            "wait": wait_exponential_jitter(multiplier=0.5, max=8.0, jitter=0.5),
             "reraise": False,
         }
 
