@@ -77,8 +77,14 @@ class Answer:
     topics: list[dict[str, str]] = field(default_factory=list)
     evidence: Evidence = field(default_factory=Evidence)
     trace: Trace = field(default_factory=Trace)
+    graph: Any = field(default=None, repr=False, compare=False)  # the retrieved Subgraph (not serialised)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        graph, self.graph = self.graph, None
+        try:
+            data = asdict(self)
+        finally:
+            self.graph = graph
+        del data["graph"]
         data["trace"]["llm"] = self.trace.llm_totals()
         return data

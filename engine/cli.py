@@ -203,40 +203,74 @@ def train(
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
 
 
+MethodOpt = Annotated[str, typer.Option("--method", help="kgfr | lmp | llm-only | llm-only-cot (kgfr without --llm: no LLM at all)")]
+LLMOpt = Annotated[Optional[str], typer.Option("--llm", envvar="KGQA_LLM", help="gemma3-270m | local:PATH | http://host/v1?model=NAME[&mode=completion] | openai:MODEL [env KGQA_LLM]")]
+LLMCacheOpt = Annotated[Optional[Path], typer.Option("--llm-cache", help="Cache LLM replies on disk in this folder")]
+WidthOpt = Annotated[int, typer.Option("--width", "-K", min=1, help="LMP width K: relations kept per layer")]
+DepthOpt = Annotated[int, typer.Option("--depth", "-L", min=1, max=5, help="LMP depth L: layers of message passing")]
+SamplerOpt = Annotated[str, typer.Option("--sampler", help="LMP relation sampling: llm | embedding")]
+StepsOpt = Annotated[int, typer.Option("--max-steps", min=1, max=10, help="LLM-KGFR: answer/reflect rounds at most")]
+DescribeOpt = Annotated[bool, typer.Option("--describe-relations/--relation-names", help="LLM-KGFR: LLM-written relation descriptions feed the KGFR encoder (KGFR Fig. 2), or the readable names")]
+
+
+def _runner(method: str, store_url: str | None, kg: str | None, llm: str | None, llm_cache: Path | None,
+            checkpoint: Path | None, width: int, depth: int, sampler: str, max_steps: int, describe: bool):  # type: ignore[no-untyped-def]
+    from kgqa.llm_spec import open_llm
+    from kgqa.methods import MethodOptions, build_runner
+
+    reader = open_store(store_url or default_store_url(), kg)
+    model = open_llm(llm, llm_cache) if llm else None
+    options = MethodOptions(width=width, depth=depth, sampler=sampler, max_steps=max_steps, describe_relations=describe)
+    return reader, build_runner(method, reader, model, checkpoint, options)
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="A question in plain language")],
     store: StoreOpt = None,
     kg: KgOpt = None,
     topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Topic entity label (skips linking); repeatable")] = None,
+    method: MethodOpt = "kgfr",
+    llm: LLMOpt = None,
+    llm_cache: LLMCacheOpt = None,
     checkpoint: CheckpointOpt = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    width: WidthOpt = 3,
+    depth: DepthOpt = 2,
+    sampler: SamplerOpt = "llm",
+    max_steps: StepsOpt = 3,
+    describe: DescribeOpt = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the Answer JSON (schema: kgqa.answer)")] = False,
 ) -> None:
-    """Answer a question with the KGFR scorer (no LLM): answers with their best fact and path."""
-    from kgqa.kgfr_answer import KGFRAnswerer
-
+    """Answer a question: the answers, the facts and paths behind them, and what it cost."""
     try:
-        answerer = KGFRAnswerer(open_store(store or default_store_url(), kg), checkpoint)
-        result = answerer.answer(question, topic)
+        _, runner = _runner(method, store, kg, llm, llm_cache, checkpoint, width, depth, sampler, max_steps, describe)
+        result = runner(question, topic)
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
         return
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
         return
-    if not result.topics:
-        _fail(f"no entity of KG {answerer.store.kg!r} found in the question (name one with --topic)")
+    if not result.topics and not method.startswith("llm-only"):
+        _fail("no entity of the KG found in the question (name one with --topic)")
     out.print("topics: " + ", ".join(f"{t['label']} ({t['match']})" for t in result.topics), highlight=False)
-    for c in result.answers:
-        out.print(f"[bold]{c.label}[/]  score {c.score:.2f}", highlight=False)
-        if c.facts:
-            f = c.facts[0]
-            out.print(f"  fact: {f.head} —{f.relation}→ {f.tail}  (α {f.attention:.2f})", highlight=False)
-        if c.paths:
-            out.print("  path: " + " ; ".join(f"{f.head} —{f.relation}→ {f.tail}" for f in c.paths[0]), highlight=False)
-    s = result.subgraph
-    out.print(f"[dim]subgraph {s['nodes']:,} nodes · {s['edges']:,} edges · {s['round_trips']} round trips · "
-              f"{result.seconds['total'] * 1000:.0f} ms[/]", highlight=False)
+    for a in result.answers:
+        score = f"  score {a.score:.2f}" if a.score is not None else ""
+        kg_part = f"  [dim]→ {a.label} ({a.match})[/]" if a.iri and a.label != a.text else ("" if a.iri else "  [dim](not in the KG)[/]")
+        out.print(f"[bold]{a.text}[/]{kg_part}{score}", highlight=False)
+    for fact in result.evidence.facts[:5]:
+        out.print(f"  fact: {fact}", highlight=False)
+    for path in result.evidence.paths[:3]:
+        out.print(f"  path: {path}", highlight=False)
+    if result.evidence.outline:
+        out.print("[dim]outline:[/]\n" + result.evidence.outline, highlight=False, markup=False)
+    t = result.trace
+    llm_cost = t.llm_totals()
+    cost = f" · {llm_cost['calls']} LLM calls, {llm_cost['prompt_tokens']:,}+{llm_cost['completion_tokens']:,} tokens" if llm_cost["calls"] else ""
+    sub = f"subgraph {t.subgraph['nodes']:,} nodes · {t.subgraph['edges']:,} edges · " if t.subgraph else ""
+    out.print(f"[dim]{sub}{t.round_trips} round trips{cost} · {t.seconds.get('total', 0.0) * 1000:.0f} ms[/]", highlight=False)
+    if t.fallback:
+        out.print(f"[yellow]fallback: {t.fallback}[/]", highlight=False)
 
 
 @app.command(name="eval")
@@ -244,14 +278,21 @@ def eval_command(
     qa: Annotated[list[Path], typer.Argument(help="QA files (MetaQA format or .jsonl)")],
     store: StoreOpt = None,
     kg: KgOpt = None,
+    method: MethodOpt = "kgfr",
+    llm: LLMOpt = None,
+    llm_cache: LLMCacheOpt = None,
     checkpoint: CheckpointOpt = None,
+    width: WidthOpt = 3,
+    depth: DepthOpt = 2,
+    sampler: SamplerOpt = "llm",
+    max_steps: StepsOpt = 3,
+    describe: DescribeOpt = True,
     topics: Annotated[str, typer.Option("--topics", help="gold: use the file's topics; linked: link them from the question")] = "linked",
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="First N questions per file")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Report folder (eval.json, eval.md, PNG plots)")] = Path("eval-report"),
 ) -> None:
-    """Evaluate on QA files: Hits@1, Hits@k, F1 (all and answerable), per hop, linking, time per stage."""
-    from kgqa.evaluate import evaluate_kgfr, write_report
-    from kgqa.kgfr_answer import KGFRAnswerer
+    """Evaluate on QA files: Hits@1, Hits@k, F1 (all and answerable), per hop, linking, LLM calls and tokens, time per stage."""
+    from kgqa.evaluate import evaluate, write_report
     from kgqa.qa_data import read_qa
 
     if topics not in ("gold", "linked"):
@@ -261,11 +302,11 @@ def eval_command(
         for path in qa:
             rows = read_qa(path)
             examples += rows[:limit] if limit else rows
-        answerer = KGFRAnswerer(open_store(store or default_store_url(), kg), checkpoint)
+        reader, runner = _runner(method, store, kg, llm, llm_cache, checkpoint, width, depth, sampler, max_steps, describe)
         with _bar("eval", len(examples)) as bar:
             task = bar.add_task("questions", total=len(examples))
-            report = evaluate_kgfr(answerer, examples, gold_topics=topics == "gold", progress=lambda n: bar.update(task, completed=n))
-        written = write_report(report, out_dir, f"kgqa eval ({topics} topics, KG {answerer.store.kg!r})")
+            report = evaluate(runner, reader, examples, gold_topics=topics == "gold", progress=lambda n: bar.update(task, completed=n))
+        written = write_report(report, out_dir, f"kgqa eval ({method}, {topics} topics, KG {reader.kg!r})")
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
         return

@@ -10,9 +10,10 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kgqa.kgfr_answer import KGFRAnswerer
 from kgqa.labels import normalise_label
+from kgqa.methods import Runner
 from kgqa.qa_data import QAExample
+from kgqa.store import GraphStore
 
 
 def _f1(predicted: set[str], gold: set[str]) -> float:
@@ -25,45 +26,52 @@ def _f1(predicted: set[str], gold: set[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def evaluate_kgfr(
-    answerer: KGFRAnswerer, examples: Sequence[QAExample], gold_topics: bool, k: int = 20,
+def evaluate(
+    runner: Runner, store: GraphStore, examples: Sequence[QAExample], gold_topics: bool, k: int = 20,
     progress: Callable[[int], None] | None = None,
 ) -> dict:
+    """Answer every example with `runner` (any method) and score it against the gold labels."""
     rows = []
     kb_cache: dict[str, bool] = {}
     for i, ex in enumerate(examples):
-        result = answerer.answer(ex.question, list(ex.topics) if gold_topics else None)
+        answer = runner(ex.question, list(ex.topics) if gold_topics else None)
         gold = {normalise_label(a) for a in ex.answers}
-        ranked = [normalise_label(c.label) for c in result.candidates]
-        expected_topics = {hits[0].entity.iri for hits in answerer.store.resolve(list(ex.topics)).values() if hits} if ex.topics else set()
-        linked = {t["iri"] for t in result.topics}
+        predicted = [normalise_label(a.label or a.text) for a in answer.answers]
+        ranked = [normalise_label(c["label"]) for c in answer.evidence.candidates] or predicted
+        expected_topics = {hits[0].entity.iri for hits in store.resolve(list(ex.topics)).values() if hits} if ex.topics else set()
+        linked = {t["iri"] for t in answer.topics}
         missing = [a for a in ex.answers if a not in kb_cache]
         if missing:
-            kb_cache.update({label: bool(hits) for label, hits in answerer.store.resolve(missing).items()})
+            kb_cache.update({label: bool(hits) for label, hits in store.resolve(missing).items()})
+        graph = answer.graph
+        llm = answer.trace.llm_totals()
         rows.append({
             "qid": ex.qid, "hop": ex.hop,
-            "hits1": bool(ranked) and ranked[0] in gold,
+            "hits1": bool(predicted) and predicted[0] in gold,
             "hitsk": any(r in gold for r in ranked[:k]),
-            "f1": _f1({normalise_label(c.label) for c in result.answers}, gold),
-            "in_subgraph": any(normalise_label(label) in gold for label in result.node_labels),
+            "f1": _f1(set(predicted), gold),
+            "in_subgraph": graph is not None and any(normalise_label(label) in gold for label in graph.node_labels),
             "in_kb": any(kb_cache[a] for a in ex.answers),
             "linked_ok": (linked == expected_topics) if expected_topics else None,
-            "nodes": result.subgraph.get("nodes", 0), "edges": result.subgraph.get("edges", 0),
-            "seconds": result.seconds,
-            "answers": [c.label for c in result.answers],
+            "nodes": answer.trace.subgraph.get("nodes", 0), "edges": answer.trace.subgraph.get("edges", 0),
+            "seconds": answer.trace.seconds,
+            "llm_calls": llm["calls"], "prompt_tokens": llm["prompt_tokens"], "completion_tokens": llm["completion_tokens"],
+            "llm_retries": llm["retries"], "fallback": answer.trace.fallback,
+            "answers": [a.label or a.text for a in answer.answers],
         })
         if progress:
             progress(i + 1)
-    return summarise(rows, k)
+    return summarise(rows, k, method=answer.method if examples else "")
 
 
-def summarise(rows: list[dict], k: int) -> dict:
+def summarise(rows: list[dict], k: int, method: str = "") -> dict:
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups["all"].append(row)
         if row["hop"] is not None:
             groups[f"{row['hop']}-hop"].append(row)
-    report: dict = {"questions": len(rows), "k": k, "groups": {}}
+    report: dict = {"method": method, "questions": len(rows), "k": k, "groups": {}}
+    stages = sorted({stage for r in rows for stage in r["seconds"]}, key=lambda st: (st == "total", st))
     for name, members in sorted(groups.items()):
         def mean(key: str, subset: list[dict]) -> float | None:
             return statistics.mean(float(r[key]) for r in subset) if subset else None
@@ -77,7 +85,10 @@ def summarise(rows: list[dict], k: int) -> dict:
             "answerable_in_kb": len(in_kb), "hits1_answerable_kb": mean("hits1", in_kb),
             "linking_accuracy": mean("linked_ok", linked),
             "nodes_mean": mean("nodes", members), "edges_mean": mean("edges", members),
-            "seconds_mean": {stage: statistics.mean(r["seconds"].get(stage, 0.0) for r in members) for stage in ("link", "retrieve", "score", "total")},
+            "seconds_mean": {stage: statistics.mean(r["seconds"].get(stage, 0.0) for r in members) for stage in stages},
+            "llm_calls_mean": mean("llm_calls", members), "llm_calls_max": max(r["llm_calls"] for r in members),
+            "prompt_tokens_mean": mean("prompt_tokens", members), "completion_tokens_mean": mean("completion_tokens", members),
+            "llm_retries_mean": mean("llm_retries", members), "fallbacks": sum(1 for r in members if r["fallback"]),
         }
     report["rows"] = rows
     return report
@@ -88,7 +99,7 @@ def write_report(report: dict, out_dir: Path, title: str) -> list[Path]:
     written = [out_dir / "eval.json", out_dir / "eval.md"]
     written[0].write_text(json.dumps(report, indent=2) + "\n")
     k = report["k"]
-    lines = [f"# {title}", "", f"{report['questions']} questions.", "",
+    lines = [f"# {title}", "", f"{report['questions']} questions, method {report.get('method') or '—'}.", "",
              f"| group | questions | Hits@1 | Hits@{k} | F1 | answerable (subgraph) | Hits@1 answerable (subgraph) | answerable (KB) | Hits@1 answerable (KB) | linking | nodes | edges | s/question |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
@@ -96,6 +107,16 @@ def write_report(report: dict, out_dir: Path, title: str) -> list[Path]:
         lines.append(f"| {name} | {g['questions']} | {fmt(g['hits1'])} | {fmt(g[f'hits{k}'])} | {fmt(g['f1'])} | {g['answerable_in_subgraph']} | "
                      f"{fmt(g['hits1_answerable_subgraph'])} | {g['answerable_in_kb']} | {fmt(g['hits1_answerable_kb'])} | {fmt(g['linking_accuracy'])} | "
                      f"{g['nodes_mean']:.0f} | {g['edges_mean']:.0f} | {g['seconds_mean']['total']:.3f} |")
+    first = next(iter(report["groups"].values()), None)
+    stages = [st for st in (first["seconds_mean"] if first else {}) if st != "total"]
+    lines += ["", "Cost per question (means; LLM calls also their maximum):", "",
+              "| group | LLM calls | max calls | prompt tokens | completion tokens | retries | fallbacks | "
+              + " | ".join(f"{st} s" for st in stages) + " | total s |",
+              "|---|" + "---:|" * (7 + len(stages))]
+    for name, g in report["groups"].items():
+        lines.append(f"| {name} | {g['llm_calls_mean']:.2f} | {g['llm_calls_max']} | {g['prompt_tokens_mean']:.0f} | "
+                     f"{g['completion_tokens_mean']:.0f} | {g['llm_retries_mean']:.2f} | {g['fallbacks']} | "
+                     + " | ".join(f"{g['seconds_mean'][st]:.3f}" for st in stages) + f" | {g['seconds_mean']['total']:.3f} |")
     written[1].write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
@@ -112,7 +133,6 @@ def write_report(report: dict, out_dir: Path, title: str) -> list[Path]:
     fig.tight_layout()
     fig.savefig(out_dir / "accuracy.png")
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    stages = ["link", "retrieve", "score"]
     bottom = [0.0] * len(groups)
     for stage in stages:
         values = [1000 * report["groups"][g]["seconds_mean"][stage] for g in groups]

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kgqa.answer import Answer, AnswerItem, Evidence, Trace
 from kgqa.kgfr_batch import make_batch
 from kgqa.linking import link_or_resolve
 from kgqa.retrieval import retrieve
@@ -55,6 +56,24 @@ class KGFRResult:
     seconds: dict[str, float]
     node_labels: list[str] = field(default_factory=list, repr=False)  # every node of the subgraph (for evaluation)
     graph: Subgraph | None = field(default=None, repr=False)
+
+    def to_answer(self) -> Answer:
+        """The common `Answer` form (method "kgfr" without an LLM: the ranking is the answer)."""
+        say = lambda f: f"{f.head} —{f.relation}→ {f.tail}"  # noqa: E731
+        best = self.answers[0] if self.answers else None
+        return Answer(
+            self.question, "kgfr",
+            answers=[AnswerItem(c.label, c.iri, c.label, "ranked", c.score) for c in self.answers],
+            topics=[{k: t[k] for k in ("query", "iri", "label", "match")} for t in self.topics],
+            evidence=Evidence(
+                candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in self.candidates],
+                facts=[say(f) for c in self.answers for f in c.facts[:3]],
+                paths=[" ; ".join(say(f) for f in p) for p in (best.paths if best else [])],
+            ),
+            trace=Trace(round_trips=self.subgraph.get("round_trips", 0), subgraph=dict(self.subgraph), seconds=dict(self.seconds),
+                        fallback=None if self.topics else "no topic entity was linked"),
+            graph=self.graph,
+        )
 
     def to_json(self) -> dict:
         graph, self.graph = self.graph, None

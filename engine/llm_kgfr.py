@@ -95,6 +95,7 @@ class LLMKGFR:
         trace.seconds["retrieve"] = time.perf_counter() - mark
         trace.round_trips = sg.trace.round_trips
         trace.subgraph = {"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}
+        result.graph = sg
         mark = time.perf_counter()
         candidates = self.retriever.score(sg, question)
         trace.seconds["score"] = time.perf_counter() - mark

@@ -31,7 +31,7 @@ def answer_llm_only(store: GraphStore, llm: LLM, question: str, style: str = "io
         raise ValueError(f"llm-only style must be one of {STYLES}, not {style!r}")
     started = time.perf_counter()
     session = LLMSession(llm, max_calls=1)
-    result = Answer(question, f"llm-only-{style}")
+    result = Answer(question, "llm-only" if style == "io" else "llm-only-cot")
     try:
         reply = answer_without_kg(session, question, f"llm_only.{style}", style)
         result.trace.seconds["answer"] = time.perf_counter() - started

@@ -32,7 +32,7 @@ import numpy as np
 from kgqa.answer import Answer, Evidence, Trace
 from kgqa.answer_mapping import map_answers, numbered_items
 from kgqa.labels import normalise_label
-from kgqa.linking import Linking
+from kgqa.linking import link_or_resolve
 from kgqa.llm import LLM, LLMError
 from kgqa.llm_only import answer_without_kg, topics_json
 from kgqa.llm_session import LLMSession
@@ -111,9 +111,12 @@ class LMP:
         per_layer = (1 + MAX_RETRIES) * (2 if self.sampler == "llm" else 1)
         return max(topics, 1) * self.depth * per_layer + 1
 
-    def answer(self, question: str, linking: Linking) -> Answer:
+    def answer(self, question: str, topics: list[str] | None = None) -> Answer:
+        """`topics`: topic labels (else they are linked from the question)."""
         started = time.perf_counter()
         trace = Trace()
+        linking = link_or_resolve(self.store, question, topics)
+        trace.seconds["link"] = time.perf_counter() - started
         session = LLMSession(self.llm, self.call_bound(len(linking.topics)))
         result = Answer(question, "lmp", topics=topics_json(linking), trace=trace)
         if not linking.topics:
@@ -123,6 +126,7 @@ class LMP:
         trace.seconds["retrieve"] = time.perf_counter() - mark
         trace.round_trips = sg.trace.round_trips
         trace.subgraph = {"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}
+        result.graph = sg
         graph = _Neighbourhood(sg)
         mark = time.perf_counter()
         roots = []

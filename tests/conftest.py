@@ -13,7 +13,7 @@ from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docker"))
-from launchers import Neo4jServer, OxigraphServer, VirtuosoServer  # noqa: E402  (docker/ holds the server launchers)
+from launchers import LlamaCppServer, Neo4jServer, OxigraphServer, VirtuosoServer  # noqa: E402  (docker/ holds the server launchers)
 
 DEMO_KG = ROOT / "demo" / "metaqa-slice.txt.gz"
 SHARED_DATA = Path(os.environ.get("KGQA_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -82,4 +82,11 @@ def oxigraph_server(tmp_path_factory):
 def neo4j_server(tmp_path_factory):
     """A real Neo4j 5.26 Community (jars from Maven Central, fetched on first use) with Bolt on loopback."""
     with Neo4jServer(tmp_path_factory.mktemp("neo4j")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """llama.cpp's OpenAI-compatible server with the bundled Gemma 3 270M base model, on loopback."""
+    with LlamaCppServer(log_dir=tmp_path_factory.mktemp("llama")) as server:
         yield server

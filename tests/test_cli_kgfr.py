@@ -53,12 +53,14 @@ def test_ask_answers_with_evidence(trained):
     result = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt), "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     answer = json.loads(result.stdout)
-    assert [t["label"] for t in answer["topics"]] == ["Kismet"]
-    assert 1 <= len(answer["answers"]) <= len(answer["candidates"]) <= 20
-    assert answer["subgraph"]["round_trips"] == 4  # 3 hops + labels
-    best = answer["candidates"][0]
-    assert best["facts"] and best["paths"] and best["paths"][0][-1]["tail"] == "Kismet"
-    assert all(c["label"] != "Kismet" for c in answer["candidates"])  # topics are not answers
+    assert [t["label"] for t in answer["topics"]] == ["Kismet"] and answer["method"] == "kgfr"
+    candidates = answer["evidence"]["candidates"]
+    assert 1 <= len(answer["answers"]) <= len(candidates) <= 20
+    assert answer["trace"]["round_trips"] == 4  # 3 hops + labels
+    assert answer["trace"]["llm"]["calls"] == 0 and answer["trace"]["llm_calls"] == []
+    assert answer["evidence"]["facts"] and answer["evidence"]["paths"][0].endswith("Kismet")
+    assert all(c["label"] != "Kismet" for c in candidates)  # topics are not answers
+    assert [a["label"] for a in answer["answers"]] == [c["label"] for c in candidates[: len(answer["answers"])]]
     text = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt))
     assert text.returncode == 0 and "fact:" in text.stdout and "path:" in text.stdout
     nothing = kgqa("ask", "what is it", "--store", url, "--checkpoint", str(ckpt))

@@ -63,7 +63,7 @@ GOOD_LMP = [
 
 def test_lmp_takes_2L_plus_1_calls_and_reads_out_a_numbered_outline(store):
     llm = ScriptedLLM(GOOD_LMP)
-    answer = LMP(store, llm, k=2, depth=2).answer(QUESTION, kismet(store))
+    answer = LMP(store, llm, k=2, depth=2).answer(QUESTION, ["Kismet"])
     assert [c.purpose for c in answer.trace.llm_calls] == [
         "lmp.sample.l1", "lmp.transform.l1", "lmp.sample.l2", "lmp.transform.l2", "lmp.answer"]
     assert answer.trace.fallback is None
@@ -83,7 +83,7 @@ def test_lmp_takes_2L_plus_1_calls_and_reads_out_a_numbered_outline(store):
 
 def test_lmp_wrong_fact_count_retries_with_rising_temperature_then_answers_without_the_kg(store):
     llm = ScriptedLLM(["1. directed by\n2. starred actors"] + ["1. only one fact"] * (MAX_RETRIES + 1) + ["1. Dr. Socrates"])
-    answer = LMP(store, llm, k=2, depth=2).answer(QUESTION, kismet(store))
+    answer = LMP(store, llm, k=2, depth=2).answer(QUESTION, ["Kismet"])
     purposes = [c.purpose for c in answer.trace.llm_calls]
     assert purposes == ["lmp.sample.l1", "lmp.transform.l1"] + [f"lmp.transform.l1.retry{i}" for i in range(1, 6)] + ["lmp.fallback"]
     assert llm.temperatures[1:7] == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
@@ -95,7 +95,7 @@ def test_lmp_wrong_fact_count_retries_with_rising_temperature_then_answers_witho
 
 def test_lmp_sampling_keeps_valid_relations_across_attempts(store):
     llm = ScriptedLLM(["1. directed by\n2. not a relation", "1. released year", *GOOD_LMP[1:]])
-    answer = LMP(store, llm, k=2, depth=2).answer(QUESTION, kismet(store))
+    answer = LMP(store, llm, k=2, depth=2).answer(QUESTION, ["Kismet"])
     assert [c.purpose for c in answer.trace.llm_calls][:3] == ["lmp.sample.l1", "lmp.sample.l1.retry1", "lmp.transform.l1"]
     assert llm.temperatures[:2] == [0.0, pytest.approx(0.2)]
     # "released year" is the one close spelling of "release year": accepted; the fact list follows the choice
@@ -106,7 +106,7 @@ def test_lmp_sampling_keeps_valid_relations_across_attempts(store):
 def test_lmp_empty_or_garbage_replies_end_in_the_no_kg_answer(store, garbage):
     llm = ScriptedLLM(lambda prompt: "1. Casablanca" if prompt.startswith("Answer each question") else garbage)
     lmp = LMP(store, llm, k=2, depth=2)
-    answer = lmp.answer(QUESTION, kismet(store))
+    answer = lmp.answer(QUESTION, ["Kismet"])
     assert answer.trace.fallback and "sampling at layer 1" in answer.trace.fallback
     assert len(answer.trace.llm_calls) == MAX_RETRIES + 2 <= lmp.call_bound(1)
     assert [a.text for a in answer.answers] == ["Casablanca"] and answer.answers[0].iri is None
@@ -119,34 +119,33 @@ def test_lmp_never_exceeds_its_call_bound_whatever_the_llm_says(store):
     for depth in (1, 2, 3):
         lmp = LMP(store, ScriptedLLM(lambda _: "\n".join(rng.sample(pieces, rng.randint(0, 4)))), k=2, depth=depth)
         for _ in range(15):
-            answer = lmp.answer(QUESTION, kismet(store))
+            answer = lmp.answer(QUESTION, ["Kismet"])
             assert 1 <= len(answer.trace.llm_calls) <= lmp.call_bound(1)
 
 
 def test_lmp_embedding_sampler_needs_no_sampling_calls(store):
     llm = ScriptedLLM([GOOD_LMP[1], GOOD_LMP[3], GOOD_LMP[4]])
-    answer = LMP(store, llm, k=2, depth=2, sampler="embedding").answer(QUESTION, kismet(store))
+    answer = LMP(store, llm, k=2, depth=2, sampler="embedding").answer(QUESTION, ["Kismet"])
     assert [c.purpose for c in answer.trace.llm_calls] == ["lmp.transform.l1", "lmp.transform.l2", "lmp.answer"]
 
 
 def test_lmp_describes_unnamed_entities_by_their_named_neighbours(store):
-    linking = link_or_resolve(store, "who starred in m.0x1y2z", ["Marlene Dietrich"])
     llm = ScriptedLLM(["1. starred actors (reverse)", "1. Marlene Dietrich starred in Kismet and another film.", "1. Kismet"])
-    LMP(store, llm, k=1, depth=1).answer("which films did Marlene Dietrich star in", linking)
+    LMP(store, llm, k=1, depth=1).answer("which films did Marlene Dietrich star in", ["Marlene Dietrich"])
     # the 1-hop subgraph holds only Marlene Dietrich next to it; its IRI-ish label is never shown
     assert "Kismet, an unnamed entity linked to Marlene Dietrich." in llm.prompts[1]
     assert "m.0x1y2z" not in llm.prompts[1]
 
 
 def test_lmp_provider_failure_is_a_recorded_fallback_not_an_exception(store):
-    answer = LMP(store, ScriptedLLM(["!error", "!error"]), k=2, depth=2).answer(QUESTION, kismet(store))
+    answer = LMP(store, ScriptedLLM(["!error", "!error"]), k=2, depth=2).answer(QUESTION, ["Kismet"])
     assert "LLM failed during message passing" in answer.trace.fallback and "no-KG answer failed too" in answer.trace.fallback
     assert [c.ok for c in answer.trace.llm_calls] == [False, False] and answer.answers == []
 
 
 def test_lmp_without_a_linked_topic_answers_without_the_kg(store):
     llm = ScriptedLLM(["1. Kismet"])
-    answer = LMP(store, llm).answer("who is nobody", link_or_resolve(store, "who is nobody"))
+    answer = LMP(store, llm).answer("who is nobody")
     assert answer.trace.fallback == "no topic entity was linked" and len(llm.prompts) == 1
 
 
@@ -218,7 +217,7 @@ def test_relation_language_keeps_defaults_for_unusable_replies(store):
 @pytest.mark.parametrize("style,reply", [("io", "1. Dr. Socrates"), ("cot", "Dieterle directed it. So the answers are:\n1. Dr. Socrates")])
 def test_llm_only_is_one_call_and_still_maps_to_the_kg(store, style, reply):
     answer = answer_llm_only(store, ScriptedLLM([reply]), QUESTION, style)
-    assert len(answer.trace.llm_calls) == 1 and answer.method == f"llm-only-{style}"
+    assert len(answer.trace.llm_calls) == 1 and answer.method == {"io": "llm-only", "cot": "llm-only-cot"}[style]
     assert [(a.label, a.match) for a in answer.answers] == [("Dr. Socrates", "exact")]
 
 

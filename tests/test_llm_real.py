@@ -1,0 +1,156 @@
+"""The LLM methods end to end with a real model — Gemma 3 270M base, the only model offline here —
+through both providers: llama.cpp's OpenAI-compatible server over HTTP, and transformers in-process;
+on the embedded store and on a real Virtuoso, with MetaQA dev questions and the full MetaQA KB.
+
+A 270M base model answers badly; these tests assert structure and bounds, never accuracy: replies
+parse, every call is accounted for, no method passes its call bound, fallbacks say why, and the same
+question gets the same prompts from both stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import shared_data
+
+from kgqa import open_store, open_writer
+from kgqa.llm_cache import CachedLLM
+from kgqa.llm_openai import OpenAICompatibleLLM
+from kgqa.lmp import LMP
+from kgqa.loaders import load_file
+from kgqa.methods import MethodOptions, build_runner
+from kgqa.qa_data import read_qa
+
+pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
+WIDTH, DEPTH, STEPS = 3, 2, 3
+
+
+def dev_questions(per_hop: int) -> list:
+    return [ex for hop in (1, 2, 3) for ex in read_qa(shared_data("metaqa", f"{hop}-hop", "qa_dev.txt"))[:per_hop]]
+
+
+@pytest.fixture(scope="module")
+def embedded_metaqa(tmp_path_factory):
+    kb = shared_data("metaqa", "kb_reconstructed.txt")
+    location = tmp_path_factory.mktemp("metaqa-llm") / "store"
+    writer = open_writer(f"oxigraph://{location}", "metaqa")
+    load_file(writer, kb)
+    writer.close()
+    return f"oxigraph://{location}"
+
+
+@pytest.fixture(scope="module")
+def virtuoso_metaqa(virtuoso_server):
+    kb = shared_data("metaqa", "kb_reconstructed.txt")
+    writer = open_writer(virtuoso_server.writer_url, "metaqa")
+    load_file(writer, kb)  # idempotent: a no-op when another module loaded it already
+    writer.close()
+    return "sparql+" + virtuoso_server.sparql_url
+
+
+def check_answer(answer, method: str, bound: int) -> None:
+    trace = answer.trace
+    assert answer.method == method
+    assert 1 <= len(trace.llm_calls) <= bound, [c.purpose for c in trace.llm_calls]
+    for call in trace.llm_calls:
+        assert call.ok and call.model == "gemma3-270m" and call.provider in ("openai-compatible", "transformers")
+        assert call.prompt_tokens > 0 and call.completion_tokens >= 0 and call.seconds >= 0
+    assert trace.seconds["total"] > 0
+    for item in answer.answers:
+        assert item.text and (item.iri is None) == (item.match == "none")
+    json.dumps(answer.to_json())  # serialisable as documented
+
+
+def check_lmp_calls(answer) -> None:
+    """2L + 1 calls when no retry fires; each retry adds exactly one call; a fallback ends in one IO call."""
+    purposes = [c.purpose for c in answer.trace.llm_calls]
+    retries = [p for p in purposes if ".retry" in p]
+    if answer.trace.fallback:
+        assert purposes[-1] == "lmp.fallback"
+    else:
+        layers = {p.split(".")[2] for p in purposes if p.startswith(("lmp.sample", "lmp.transform"))}
+        assert purposes[-1] == "lmp.answer"
+        assert len(purposes) == 2 * len(layers) + 1 + len(retries) and len(layers) <= DEPTH
+        assert answer.evidence.outline and answer.evidence.outline.startswith("1. ")
+
+
+def test_http_provider_runs_every_method_on_embedded_and_virtuoso_with_the_same_prompts(
+        llama_server, embedded_metaqa, virtuoso_metaqa, tmp_path):
+    questions = dev_questions(per_hop=2)
+    options = MethodOptions(width=WIDTH, depth=DEPTH, max_steps=STEPS)
+    results = {}
+    for store_name, url in (("embedded", embedded_metaqa), ("virtuoso", virtuoso_metaqa)):
+        store = open_store(url, "metaqa")
+        llm = CachedLLM(OpenAICompatibleLLM(model="gemma3-270m", base_url=llama_server.url, mode="completion"), tmp_path / "cache")
+        for method in ("kgfr", "lmp", "llm-only"):
+            runner = build_runner(method, store, llm, options=options)
+            for ex in questions:
+                answer = runner(ex.question, None)
+                bound = {"kgfr": 2 * STEPS, "lmp": LMP(store, llm, WIDTH, DEPTH).call_bound(len(answer.topics)), "llm-only": 1}[method]
+                check_answer(answer, method, bound)
+                if method == "lmp":
+                    check_lmp_calls(answer)
+                if method != "llm-only":
+                    assert answer.topics and answer.trace.round_trips >= 1
+                results[store_name, method, ex.qid] = answer
+    # the second store sent exactly the prompts the first one did: every one of its calls hit the cache
+    virtuoso_calls = [c for (s, _, _), a in results.items() if s == "virtuoso" for c in a.trace.llm_calls]
+    assert virtuoso_calls and all(c.cached for c in virtuoso_calls)
+    for (store_name, method, qid), answer in results.items():
+        if store_name == "virtuoso":
+            twin = results["embedded", method, qid]
+            assert [a.text for a in answer.answers] == [a.text for a in twin.answers]
+            assert answer.evidence.outline == twin.evidence.outline and answer.evidence.facts == twin.evidence.facts
+
+
+def test_kgfr_llm_stays_near_two_calls_per_question(llama_server, embedded_metaqa, tmp_path):
+    store = open_store(embedded_metaqa, "metaqa")
+    llm = OpenAICompatibleLLM(model="gemma3-270m", base_url=llama_server.url, mode="completion")
+    runner = build_runner("kgfr", store, llm, options=MethodOptions(max_steps=STEPS, describe_relations=False))
+    calls = [len(runner(ex.question, None).trace.llm_calls) for ex in dev_questions(per_hop=5)]
+    assert all(2 <= c <= 2 * STEPS and c % 2 == 0 for c in calls), calls
+
+
+def test_in_process_transformers_provider_runs_kgfr_and_lmp(embedded_metaqa):
+    from kgqa.llm_local import TransformersLLM
+
+    store = open_store(embedded_metaqa, "metaqa")
+    llm = TransformersLLM()
+    questions = dev_questions(per_hop=1)[:2]
+    kgfr = build_runner("kgfr", store, llm, options=MethodOptions(max_steps=1, describe_relations=False))
+    lmp = LMP(store, llm, k=2, depth=1)
+    for ex in questions:
+        check_answer(kgfr(ex.question, None), "kgfr", 2)
+        answer = lmp.answer(ex.question)
+        check_answer(answer, "lmp", lmp.call_bound(len(answer.topics)))
+        check_lmp_calls(answer)
+        assert all(c.provider == "transformers" for c in answer.trace.llm_calls)
+
+
+def test_cli_ask_and_eval_with_an_llm(llama_server, embedded_metaqa, tmp_path):
+    llm = f"{llama_server.url}?model=gemma3-270m&mode=completion"
+
+    def kgqa(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=600)
+
+    asked = kgqa("ask", "what movies did Temuera Morrison act in", "--store", embedded_metaqa, "--method", "lmp",
+                 "--llm", llm, "-K", "2", "-L", "1", "--json")
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    answer = json.loads(asked.stdout)
+    assert answer["method"] == "lmp" and answer["trace"]["llm"]["calls"] == len(answer["trace"]["llm_calls"]) >= 1
+    assert {"purpose", "prompt_tokens", "completion_tokens", "seconds", "retries", "provider", "model"} <= set(answer["trace"]["llm_calls"][0])
+    qa = shared_data("metaqa", "1-hop", "qa_dev.txt")
+    out = tmp_path / "report"
+    evaluated = kgqa("eval", str(qa), "--store", embedded_metaqa, "--method", "llm-only", "--llm", llm, "--limit", "4", "--out", str(out))
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    report = json.loads((out / "eval.json").read_text())
+    group = report["groups"]["all"]
+    assert report["method"] == "llm-only" and group["questions"] == 4
+    assert group["llm_calls_mean"] == 1.0 and group["llm_calls_max"] == 1 and group["prompt_tokens_mean"] > 0
+    assert "LLM calls" in (out / "eval.md").read_text()
+    unknown = kgqa("ask", "who", "--store", embedded_metaqa, "--method", "lmp")
+    assert unknown.returncode == 2 and "needs an LLM" in unknown.stderr and "Traceback" not in unknown.stderr
+    bad_llm = kgqa("ask", "who", "--store", embedded_metaqa, "--method", "lmp", "--llm", "ftp://x")
+    assert bad_llm.returncode == 2 and "--llm 'ftp://x'" in bad_llm.stderr
