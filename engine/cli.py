@@ -210,7 +210,7 @@ WidthOpt = Annotated[int, typer.Option("--width", "-K", min=1, help="LMP width K
 DepthOpt = Annotated[int, typer.Option("--depth", "-L", min=1, max=5, help="LMP depth L: layers of message passing")]
 SamplerOpt = Annotated[str, typer.Option("--sampler", help="LMP relation sampling: llm | embedding")]
 StepsOpt = Annotated[int, typer.Option("--max-steps", min=1, max=10, help="LLM-KGFR: answer/reflect rounds at most")]
-DescribeOpt = Annotated[bool, typer.Option("--describe-relations/--relation-names", help="LLM-KGFR: LLM-written relation descriptions feed the KGFR encoder (KGFR Fig. 2), or the readable names")]
+DescribeOpt = Annotated[bool, typer.Option("--describe-relations/--relation-names", help="LLM-KGFR: feed LLM-written relation descriptions (KGFR Fig. 2) to the KGFR encoder instead of the readable names the bundled checkpoint was trained on")]
 
 
 def _runner(method: str, store_url: str | None, kg: str | None, llm: str | None, llm_cache: Path | None,
@@ -238,7 +238,7 @@ def ask(
     depth: DepthOpt = 2,
     sampler: SamplerOpt = "llm",
     max_steps: StepsOpt = 3,
-    describe: DescribeOpt = True,
+    describe: DescribeOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Answer JSON (schema: kgqa.answer)")] = False,
 ) -> None:
     """Answer a question: the answers, the facts and paths behind them, and what it cost."""
@@ -286,7 +286,7 @@ def eval_command(
     depth: DepthOpt = 2,
     sampler: SamplerOpt = "llm",
     max_steps: StepsOpt = 3,
-    describe: DescribeOpt = True,
+    describe: DescribeOpt = False,
     topics: Annotated[str, typer.Option("--topics", help="gold: use the file's topics; linked: link them from the question")] = "linked",
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="First N questions per file")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Report folder (eval.json, eval.md, PNG plots)")] = Path("eval-report"),

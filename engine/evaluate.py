@@ -57,6 +57,7 @@ def evaluate(
             "seconds": answer.trace.seconds,
             "llm_calls": llm["calls"], "prompt_tokens": llm["prompt_tokens"], "completion_tokens": llm["completion_tokens"],
             "llm_retries": llm["retries"], "fallback": answer.trace.fallback,
+            "constraint_retries": sum(".retry" in c.purpose for c in answer.trace.llm_calls),
             "answers": [a.label or a.text for a in answer.answers],
         })
         if progress:
@@ -89,6 +90,7 @@ def summarise(rows: list[dict], k: int, method: str = "") -> dict:
             "llm_calls_mean": mean("llm_calls", members), "llm_calls_max": max(r["llm_calls"] for r in members),
             "prompt_tokens_mean": mean("prompt_tokens", members), "completion_tokens_mean": mean("completion_tokens", members),
             "llm_retries_mean": mean("llm_retries", members), "fallbacks": sum(1 for r in members if r["fallback"]),
+            "constraint_retries_mean": mean("constraint_retries", members),
         }
     report["rows"] = rows
     return report

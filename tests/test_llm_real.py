@@ -79,7 +79,7 @@ def check_lmp_calls(answer) -> None:
 def test_http_provider_runs_every_method_on_embedded_and_virtuoso_with_the_same_prompts(
         llama_server, embedded_metaqa, virtuoso_metaqa, tmp_path):
     questions = dev_questions(per_hop=2)
-    options = MethodOptions(width=WIDTH, depth=DEPTH, max_steps=STEPS)
+    options = MethodOptions(width=WIDTH, depth=DEPTH, max_steps=STEPS, describe_relations=True)
     results = {}
     for store_name, url in (("embedded", embedded_metaqa), ("virtuoso", virtuoso_metaqa)):
         store = open_store(url, "metaqa")
