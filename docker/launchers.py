@@ -348,3 +348,51 @@ class LlamaCppServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class KgqaService:
+    """`kgqa serve` as a subprocess on loopback (the way a user runs it), stopped by PID."""
+
+    def __init__(self, store_url: str, *args: str, kg: str | None = None, port: int | None = None,
+                 env: dict[str, str] | None = None, log_dir: Path | None = None):
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.command = [sys.executable, "-m", "kgqa", "serve", "--store", store_url, "--port", str(self.port), *args]
+        if kg:
+            self.command += ["--kg", kg]
+        self.env = {**os.environ, **(env or {})}
+        self.log_path = (log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"kgqa-serve-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "KgqaService":
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+
+        def answers() -> bool:
+            with urllib.request.urlopen(self.url + "/openapi.json", timeout=2) as resp:
+                return resp.status == 200
+
+        wait_until(answers, 120, f"kgqa serve on port {self.port} (log: {self.log_path})", self.proc)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+    def __enter__(self) -> "KgqaService":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def ensure_chromium_installed() -> tuple[str, str]:
+    """Debian's `chromium` and `chromium-driver` (installed with apt-get on first use); their paths."""
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        if os.geteuid() != 0:
+            raise PermissionError("chromium/chromedriver are missing and installing them needs root (apt-get)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"], check=True, env=env)
+    return shutil.which("chromium") or "chromium", shutil.which("chromedriver") or "chromedriver"

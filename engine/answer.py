@@ -5,7 +5,8 @@
     {"question", "method", "text",                      # text: the LLM's raw final reply ("" without one)
      "answers": [{"text", "iri", "label", "match", "score"}],   # match: subgraph|exact|normalised|linked|none|ranked
      "topics": [{"query", "iri", "label", "match"}],
-     "evidence": {"candidates": [...], "facts": [str], "paths": [str], "outline": str|null},
+     "evidence": {"candidates": [...], "facts": [str], "paths": [str],
+                  "path_edges": [[{"head", "relation", "tail"}]], "outline": str|null},
      "trace": {"round_trips", "subgraph": {...}, "seconds": {stage: s}, "fallback": str|null,
                "llm": {"calls", "prompt_tokens", "completion_tokens", "seconds", "retries"},
                "llm_calls": [{"purpose", "provider", "model", "prompt_tokens", "completion_tokens",
@@ -65,6 +66,7 @@ class Evidence:
     candidates: list[dict[str, Any]] = field(default_factory=list)  # KGFR eq. 10 (label, iri, score)
     facts: list[str] = field(default_factory=list)  # verbalised facts
     paths: list[str] = field(default_factory=list)
+    path_edges: list[list[dict[str, str]]] = field(default_factory=list)  # the paths as {head, relation, tail} hops
     outline: str | None = None  # LMP's topological readout
 
 

@@ -314,5 +314,41 @@ def eval_command(
     out.print(f"wrote {', '.join(str(p) for p in written)}")
 
 
+@app.command()
+def serve(
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    method: MethodOpt = "kgfr",
+    llm: LLMOpt = None,
+    llm_cache: LLMCacheOpt = None,
+    checkpoint: CheckpointOpt = None,
+    host: Annotated[str, typer.Option("--host", envvar="KGQA_HOST", help="Address to bind (0.0.0.0 only behind a proxy you trust)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", envvar="KGQA_PORT", min=1, max=65535)] = 8000,
+    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", envvar="KGQA_MAX_BODY_BYTES", min=256)] = 16_384,
+    max_question_chars: Annotated[int, typer.Option("--max-question-chars", envvar="KGQA_MAX_QUESTION_CHARS", min=10)] = 500,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", envvar="KGQA_REQUEST_TIMEOUT_S", min=0.1, help="Seconds per question before 504")] = 60.0,
+    max_concurrent: Annotated[int, typer.Option("--max-concurrent", envvar="KGQA_MAX_CONCURRENT", min=1, help="Questions answered at once; more get 503 + Retry-After")] = 8,
+    api_keys: Annotated[Optional[str], typer.Option("--api-keys", envvar="KGQA_API_KEYS", help="Comma-separated keys; when set, /v1/* needs X-API-Key")] = None,
+) -> None:
+    """Run the HTTP QA service (FastAPI): POST /v1/ask, /v1/health, /v1/methods, /metrics, /docs, and the playground at /."""
+    import uvicorn
+
+    from kgqa.sdk import Engine
+    from kgqa.service import ServiceLimits, create_app
+
+    try:
+        engine = Engine(store or default_store_url(), method, llm, kg=kg, checkpoint=checkpoint, llm_cache=llm_cache)
+    except (KGQAError, ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    keys = frozenset(k.strip() for k in (api_keys or "").split(",") if k.strip())
+    limits = ServiceLimits(max_body_bytes, max_question_chars, 10, request_timeout, max_concurrent, keys)
+    out.print(f"kgqa serving KG {engine.store.kg!r} ({method}{', LLM ' + llm if llm else ''}) on http://{host}:{port}  — docs at /docs", highlight=False)
+    try:
+        uvicorn.run(create_app(engine, limits), host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        engine.close()
+
+
 def main() -> None:
     app()

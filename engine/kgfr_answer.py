@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from kgqa.answer import Answer, AnswerItem, Evidence, Trace
+from kgqa.events import EvidenceReady, Linked, Retrieved, emit
 from kgqa.kgfr_batch import make_batch
 from kgqa.linking import link_or_resolve
 from kgqa.retrieval import retrieve
@@ -69,6 +70,7 @@ class KGFRResult:
                 candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in self.candidates],
                 facts=[say(f) for c in self.answers for f in c.facts[:3]],
                 paths=[" ; ".join(say(f) for f in p) for p in (best.paths if best else [])],
+                path_edges=path_edges(self.answers),
             ),
             trace=Trace(round_trips=self.subgraph.get("round_trips", 0), subgraph=dict(self.subgraph), seconds=dict(self.seconds),
                         fallback=None if self.topics else "no topic entity was linked"),
@@ -104,15 +106,18 @@ class KGFRAnswerer:
         linking = link_or_resolve(self.store, question, topics)
         seconds["link"] = time.perf_counter() - started
         topic_info = [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in linking.topics]
+        emit(Linked(topic_info))
         linking_candidates = {span: [hit.entity.iri for hit in hits] for span, hits in linking.candidates.items()}
         if not linking.topics:
             return KGFRResult(question, [], [], topic_info, linking_candidates, {}, seconds)
         mark = time.perf_counter()
         sg = retrieve(self.store, linking.iris, self.hops, self.lam)
         seconds["retrieve"] = time.perf_counter() - mark
+        emit(Retrieved({"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}, sg.trace.round_trips))
         mark = time.perf_counter()
         candidates = self.score(sg, question)
         seconds["score"] = time.perf_counter() - mark
+        emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
         answers = self.margin_answers(candidates)
         seconds["total"] = time.perf_counter() - started
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam}
@@ -146,10 +151,21 @@ class KGFRAnswerer:
 
         out = []
         for node in top:
-            edges = sorted(into.get(node, []), key=lambda e: -float(alpha_max[e]))[: self.n]
+            facts: dict[tuple[str, str, str], Fact] = {}
+            for e in sorted(into.get(node, []), key=lambda e: -float(alpha_max[e])):
+                # a fact reached from both ends is two edges of the subgraph: list it once
+                f = fact(e)
+                facts.setdefault((f.head, f.relation, f.tail), f)
+                if len(facts) == self.n:
+                    break
             paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(out_of, src, dst, node, int(topic)))]
-            out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), [fact(e) for e in edges], paths))
+            out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), list(facts.values()), paths))
         return out
+
+
+def path_edges(candidates: list[Candidate], limit: int = 5) -> list[list[dict[str, str]]]:
+    """The first path of each of the top candidates, hop by hop, for drawing."""
+    return [[{"head": f.head, "relation": f.relation, "tail": f.tail} for f in c.paths[0]] for c in candidates[:limit] if c.paths]
 
 
 def _shortest_path(out: dict[int, list[int]], src: np.ndarray, dst: np.ndarray, start: int, goal: int) -> list[int]:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from kgqa.answer import Answer, AnswerItem, Evidence, Trace
 from kgqa.answer_mapping import map_answers
-from kgqa.kgfr_answer import Candidate, Fact, KGFRAnswerer
+from kgqa.events import EvidenceReady, Linked, Retrieved, emit
+from kgqa.kgfr_answer import Candidate, Fact, KGFRAnswerer, path_edges
 from kgqa.labels import normalise_label
 from kgqa.linking import link_or_resolve
 from kgqa.llm import LLM, LLMError
@@ -86,6 +87,7 @@ class LLMKGFR:
         linking = link_or_resolve(self.store, question, topics)
         trace.seconds["link"] = time.perf_counter() - mark
         result = Answer(question, "kgfr", topics=topics_json(linking), trace=trace)
+        emit(Linked(result.topics))
         if not linking.topics:
             trace.fallback = "no topic entity was linked"
             trace.seconds["total"] = time.perf_counter() - started
@@ -96,18 +98,21 @@ class LLMKGFR:
         trace.round_trips = sg.trace.round_trips
         trace.subgraph = {"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}
         result.graph = sg
+        emit(Retrieved(dict(trace.subgraph), trace.round_trips))
         mark = time.perf_counter()
         candidates = self.retriever.score(sg, question)
         trace.seconds["score"] = time.perf_counter() - mark
         evidence = _EvidenceSet(self.language)
         evidence.add(candidates)
         ranking = [AnswerItem(c.label, c.iri, c.label, "ranked", c.score) for c in candidates]
-        result.evidence = Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])
+        result.evidence = Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates],
+                                   facts=list(evidence.facts), paths=list(evidence.paths), path_edges=path_edges(candidates))
+        emit(EvidenceReady(result.evidence))
         llm_seconds = 0.0
         try:
             for step in range(1, self.max_steps + 1):
                 mark = time.perf_counter()
-                reply = session.ask(f"kgfr.answer.s{step}", "kgfr_answer", question=question, **evidence.prompt_values())
+                reply = session.ask(f"kgfr.answer.s{step}", "kgfr_answer", stream=True, question=question, **evidence.prompt_values())
                 result.text = reply.text
                 result.answers = map_answers(reply.text, self.store, sg)
                 reflection = parse_reflection(session.ask(

@@ -23,7 +23,7 @@ def topics_json(linking: Linking) -> list[dict[str, str]]:
 
 
 def answer_without_kg(session: LLMSession, question: str, purpose: str, style: str = "io") -> Reply:
-    return session.ask(purpose, f"llm_only_{style}", question=question)
+    return session.ask(purpose, f"llm_only_{style}", stream=True, question=question)
 
 
 def answer_llm_only(store: GraphStore, llm: LLM, question: str, style: str = "io") -> Answer:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
@@ -27,6 +27,10 @@ from tenacity import (
 from kgqa.llm import Completion, LLMError, cut_at_stop, strip_reasoning
 
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+
+
+class _BrokenStream(Exception):
+    """A stream failed after text was handed out: not retried."""
 
 
 def _retryable(error: BaseException) -> bool:
@@ -127,6 +131,46 @@ class OpenAICompatibleLLM:
         except (RetryError, openai.OpenAIError) as error:
             raise self._gave_up(error, attempts, started) from None
         return self._completion(response, started, attempts, stop)
+
+    def stream_complete(self, prompt: str, on_text: Callable[[str], None], *, temperature: float = 0.0,
+                        max_tokens: int = 256, stop: Sequence[str] | None = None) -> Completion:
+        """Like `complete`, handing each piece of text to `on_text` as it arrives. Retries only
+        until the first piece (what was handed out cannot be taken back). Pieces are raw: a stop
+        string or `<think>` tag may show in them; the returned completion is cleaned as usual."""
+        request = self._request(prompt, temperature, max_tokens, stop)
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+        create = self._client.chat.completions.create if self.mode == "chat" else self._client.completions.create
+        started, attempts, pieces = time.perf_counter(), 0, []
+        usage = None
+        try:
+            for attempt in Retrying(**self._retry_policy()):
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    try:
+                        for chunk in create(**request):
+                            usage = getattr(chunk, "usage", None) or usage
+                            for choice in chunk.choices or []:
+                                piece = (choice.delta.content if self.mode == "chat" else choice.text) or ""
+                                if piece:
+                                    pieces.append(piece)
+                                    on_text(piece)
+                    except openai.OpenAIError as error:
+                        if pieces:
+                            raise _BrokenStream(f"the stream broke after {len(pieces)} piece(s): {error}") from error
+                        raise
+        except (RetryError, openai.OpenAIError, _BrokenStream) as error:
+            raise self._gave_up(error, attempts, started) from None
+        text = "".join(pieces)
+        return Completion(
+            text=strip_reasoning(cut_at_stop(text, stop)),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0) or len(pieces),
+            seconds=time.perf_counter() - started,
+            retries=attempts - 1,
+            provider=self.provider,
+            model=self.model,
+        )
 
     def close(self) -> None:
         self._client.close()

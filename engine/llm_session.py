@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kgqa.answer import LLMCall
 from kgqa.errors import KGQAError
+from kgqa.events import Token, emit, streaming
 from kgqa.llm import LLM, LLMError
 from kgqa.prompts import load_prompt
 
@@ -32,9 +33,11 @@ class LLMSession:
         self.calls: list[LLMCall] = []
 
     def ask(self, purpose: str, prompt_name: str, temperature: float = 0.0, stop_also: str | None = None,
-            **values: object) -> Reply:
+            stream: bool = False, **values: object) -> Reply:
         """Raises `LLMError` when the provider gives up (the failed call is recorded first).
-        `stop_also` adds one stop string to the prompt file's (e.g. the item after the last wanted)."""
+        `stop_also` adds one stop string to the prompt file's (e.g. the item after the last wanted).
+        `stream`: this reply is the answer; while `Engine.stream` listens and the provider can
+        stream, its pieces go out as `Token` events as they arrive."""
         if len(self.calls) >= self.max_calls:
             raise CallBudgetExceeded(f"{purpose}: call {len(self.calls) + 1} is past this method's bound of {self.max_calls}")
         prompt = load_prompt(prompt_name)
@@ -43,7 +46,12 @@ class LLMSession:
         self.calls.append(record)
         try:
             stop = (*prompt.stop, stop_also) if stop_also else prompt.stop
-            completion = self.llm.complete(text, temperature=temperature, max_tokens=prompt.max_tokens, stop=stop)
+            stream_complete = getattr(self.llm, "stream_complete", None)
+            if stream and streaming() and stream_complete is not None:
+                completion = stream_complete(text, lambda piece: emit(Token(piece)), temperature=temperature,
+                                             max_tokens=prompt.max_tokens, stop=stop)
+            else:
+                completion = self.llm.complete(text, temperature=temperature, max_tokens=prompt.max_tokens, stop=stop)
         except LLMError as error:
             record.ok, record.error = False, str(error)
             raise

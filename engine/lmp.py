@@ -31,6 +31,7 @@ import numpy as np
 
 from kgqa.answer import Answer, Evidence, Trace
 from kgqa.answer_mapping import map_answers, numbered_items
+from kgqa.events import EvidenceReady, Linked, Retrieved, emit
 from kgqa.labels import normalise_label
 from kgqa.linking import link_or_resolve
 from kgqa.llm import LLM, LLMError
@@ -119,6 +120,7 @@ class LMP:
         trace.seconds["link"] = time.perf_counter() - started
         session = LLMSession(self.llm, self.call_bound(len(linking.topics)))
         result = Answer(question, "lmp", topics=topics_json(linking), trace=trace)
+        emit(Linked(result.topics))
         if not linking.topics:
             return self._fallback(result, session, "no topic entity was linked", started)
         mark = time.perf_counter()
@@ -127,6 +129,7 @@ class LMP:
         trace.round_trips = sg.trace.round_trips
         trace.subgraph = {"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}
         result.graph = sg
+        emit(Retrieved(dict(trace.subgraph), trace.round_trips))
         graph = _Neighbourhood(sg)
         mark = time.perf_counter()
         roots = []
@@ -142,9 +145,10 @@ class LMP:
         trace.seconds["message_passing"] = time.perf_counter() - mark
         outline = readout(roots, [graph.name(int(t)) for t in sg.topics.tolist()])
         result.evidence = Evidence(outline=outline)
+        emit(EvidenceReady(result.evidence))
         mark = time.perf_counter()
         try:
-            reply = session.ask("lmp.answer", "lmp_answer", outline=outline or "(none)", question=question)
+            reply = session.ask("lmp.answer", "lmp_answer", stream=True, outline=outline or "(none)", question=question)
         except LLMError as error:
             trace.llm_calls = session.calls
             trace.fallback = f"LLM failed on the final answer: {error}"

@@ -20,7 +20,7 @@ METHODS = ("kgfr", "lmp", "llm-only", "llm-only-cot")
 Runner = Callable[[str, "list[str] | None"], Answer]
 
 
-@dataclass
+@dataclass(frozen=True)
 class MethodOptions:
     width: int = 3  # LMP K
     depth: int = 2  # LMP L

@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import threading
 from urllib.parse import urlencode, urlsplit
 
 from kgqa.errors import StoreError
@@ -25,7 +26,9 @@ class EndpointError(StoreError):
 
 
 class HttpClient:
-    """One kept-alive HTTP connection to one server; every failure becomes an `EndpointError`."""
+    """Kept-alive HTTP connections to one server, one per thread (a connection carries one request
+    at a time, and a store may be shared by the service's worker threads); every failure becomes an
+    `EndpointError`."""
 
     def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT_S):
         parts = urlsplit(url)
@@ -34,18 +37,34 @@ class HttpClient:
         self.url = url
         self.timeout = timeout
         self._parts = parts
-        self._conn: http.client.HTTPConnection | None = None
+        self._local = threading.local()
+        self._all: set[http.client.HTTPConnection] = set()
+        self._lock = threading.Lock()
 
     def _connection(self) -> http.client.HTTPConnection:
-        if self._conn is None:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
             cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-            self._conn = cls(self._parts.hostname, self._parts.port, timeout=self.timeout)  # type: ignore[arg-type]
-        return self._conn
+            conn = self._local.conn = cls(self._parts.hostname, self._parts.port, timeout=self.timeout)  # type: ignore[arg-type]
+            with self._lock:
+                self._all.add(conn)
+        return conn
+
+    def _drop(self) -> None:
+        """Close this thread's connection (the next request opens a fresh one)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+            with self._lock:
+                self._all.discard(conn)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            conns, self._all = list(self._all), set()
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
 
     def post(self, path: str, body: bytes, content_type: str, accept: str = "*/*") -> tuple[int, dict[str, str], bytes]:
         headers = {"Content-Type": content_type, "Accept": accept}
@@ -58,14 +77,14 @@ class HttpClient:
                 resp = conn.getresponse()
                 return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-                self.close()
+                self._drop()
                 if attempt == 2:
                     raise EndpointError(f"{self.url} dropped the connection: {exc}") from exc
             except (socket.timeout, TimeoutError) as exc:
-                self.close()
+                self._drop()
                 raise EndpointError(f"{self.url} did not answer within {self.timeout:.0f}s") from exc
             except OSError as exc:
-                self.close()
+                self._drop()
                 raise EndpointError(f"{self.url} is unreachable: {exc}") from exc
         raise AssertionError("unreachable")
 

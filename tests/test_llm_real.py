@@ -113,20 +113,25 @@ def test_kgfr_llm_stays_near_two_calls_per_question(llama_server, embedded_metaq
     assert all(2 <= c <= 2 * STEPS and c % 2 == 0 for c in calls), calls
 
 
-def test_in_process_transformers_provider_runs_kgfr_and_lmp(embedded_metaqa):
+@pytest.fixture(scope="module")
+def gemma_in_process():
     from kgqa.llm_local import TransformersLLM
 
-    store = open_store(embedded_metaqa, "metaqa")
-    llm = TransformersLLM()
-    questions = dev_questions(per_hop=1)[:2]
-    kgfr = build_runner("kgfr", store, llm, options=MethodOptions(max_steps=1, describe_relations=False))
+    return TransformersLLM()
+
+
+@pytest.mark.parametrize("store_fixture", ["embedded_metaqa", "virtuoso_metaqa"])
+def test_in_process_transformers_provider_runs_kgfr_and_lmp(gemma_in_process, store_fixture, request):
+    store = open_store(request.getfixturevalue(store_fixture), "metaqa")
+    llm = gemma_in_process
+    ex = dev_questions(per_hop=1)[1]  # a 2-hop question
+    kgfr = build_runner("kgfr", store, llm, options=MethodOptions(max_steps=1))
+    check_answer(kgfr(ex.question, None), "kgfr", 2)
     lmp = LMP(store, llm, k=2, depth=1)
-    for ex in questions:
-        check_answer(kgfr(ex.question, None), "kgfr", 2)
-        answer = lmp.answer(ex.question)
-        check_answer(answer, "lmp", lmp.call_bound(len(answer.topics)))
-        check_lmp_calls(answer)
-        assert all(c.provider == "transformers" for c in answer.trace.llm_calls)
+    answer = lmp.answer(ex.question)
+    check_answer(answer, "lmp", lmp.call_bound(len(answer.topics)))
+    check_lmp_calls(answer)
+    assert all(c.provider == "transformers" for c in answer.trace.llm_calls)
 
 
 def test_cli_ask_and_eval_with_an_llm(llama_server, embedded_metaqa, tmp_path):

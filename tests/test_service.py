@@ -1,0 +1,133 @@
+"""The HTTP service (`kgqa serve` as a subprocess) over real Virtuoso and real Neo4j: the Answer JSON,
+health, methods, metrics, OpenAPI; hostile requests get 4xx with a reason and change nothing in the
+store; the concurrency limit (503 + Retry-After), the request timeout (504) and API keys."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+
+import httpx
+import pytest
+from conftest import DEMO_KG
+from launchers import KgqaService
+
+from kgqa import open_store, open_writer
+from kgqa.loaders import load_file
+
+pytestmark = pytest.mark.slow
+KG = "svc"
+INJECTIONS = [
+    '"} } ; DROP ALL ; INSERT DATA { <urn:x> <urn:y> <urn:z> } #',
+    "Kismet') DETACH DELETE n //",
+    "x' OR 1=1 -- ; MATCH (n) DETACH DELETE n",
+    "}} CLEAR GRAPH <urn:kgqa:kg:svc:data> {{",
+]
+
+
+def _loaded(writer_url: str) -> None:
+    writer = open_writer(writer_url, KG)
+    load_file(writer, DEMO_KG)  # idempotent
+    writer.close()
+
+
+@pytest.fixture(scope="module", params=["virtuoso", "neo4j"])
+def service(request, virtuoso_server, neo4j_server, tmp_path_factory):
+    if request.param == "virtuoso":
+        _loaded(virtuoso_server.writer_url)
+        reader = "sparql+" + virtuoso_server.sparql_url
+    else:
+        _loaded(neo4j_server.url)
+        reader = neo4j_server.url
+    with KgqaService(reader, kg=KG, log_dir=tmp_path_factory.mktemp("svc")) as svc:
+        yield svc, reader
+
+
+def counts(reader: str) -> tuple[int, int]:
+    store = open_store(reader, KG)
+    try:
+        c = store.counts()
+        return c.facts, c.entities
+    finally:
+        store.close()
+
+
+def test_ask_returns_the_answer_json_with_evidence(service):
+    svc, _ = service
+    r = httpx.post(svc.url + "/v1/ask", json={"question": "who directed Kismet"}, timeout=60)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert [t["label"] for t in data["topics"]] == ["Kismet"] and data["method"] == "kgfr"
+    assert data["answers"] and all(a["iri"].startswith(f"urn:kgqa:kg:{KG}:") for a in data["answers"])
+    assert data["evidence"]["path_edges"] and data["evidence"]["path_edges"][0][-1]["tail"] == "Kismet"
+    assert data["trace"]["round_trips"] >= 2 and data["trace"]["seconds"]["total"] > 0
+    again = httpx.post(svc.url + "/v1/ask", json={"question": "films directed by William Dieterle", "topics": ["William Dieterle"]}, timeout=60)
+    assert again.status_code == 200 and [t["label"] for t in again.json()["topics"]] == ["William Dieterle"]
+
+
+def test_health_methods_metrics_docs(service):
+    svc, _ = service
+    health = httpx.get(svc.url + "/v1/health", timeout=60).json()
+    assert health["ok"] and health["store"] == "reachable" and health["checkpoint"] == "ready" and health["kg"] == KG
+    methods = httpx.get(svc.url + "/v1/methods").json()
+    assert methods["default"] == "kgfr" and {m["name"]: m["available"] for m in methods["methods"]}["lmp"] is False
+    httpx.post(svc.url + "/v1/ask", json={"question": "who directed Kismet"}, timeout=60)
+    metrics = httpx.get(svc.url + "/metrics").text
+    assert 'kgqa_requests_total{path="/v1/ask",status="200"}' in metrics
+    assert 'kgqa_ask_seconds_bucket{le="+Inf"}' in metrics and "kgqa_store_round_trips_total" in metrics
+    assert "kgqa_llm_calls_total 0" in metrics
+    assert httpx.get(svc.url + "/docs").status_code == 200
+    assert "/v1/ask" in httpx.get(svc.url + "/openapi.json").json()["paths"]
+
+
+def test_hostile_requests_get_4xx_with_a_reason_and_change_nothing(service):
+    svc, reader = service
+    before = counts(reader)
+    cases = [
+        (dict(content=b"x" * 20_000, headers={"Content-Type": "application/json"}), 413, "over"),
+        (dict(content=b'{"question": "who directed', headers={"Content-Type": "application/json"}), 422, "invalid request"),
+        (dict(content=b"question=who", headers={"Content-Type": "application/x-www-form-urlencoded"}), 422, "invalid request"),
+        (dict(json={"question": "who directed Kismet", "method": "cypher"}), 422, "unknown method"),
+        (dict(json={"question": "who directed Kismet", "method": "lmp"}), 422, "needs an LLM"),
+        (dict(json={"question": "who directed Kismet", "sparql": "DROP ALL"}), 422, "extra"),
+        (dict(json={"question": "who directed Kismet", "options": {"timeout": 1}}), 422, "unknown option"),
+        (dict(json={"question": "x" * 600}), 422, "limit is 500"),
+        (dict(json={"question": "   "}), 422, "empty"),
+        (dict(json={"question": 42}), 422, "invalid request"),
+    ]
+    cases += [(dict(json={"question": text}), 422, "no entity of the KG") for text in INJECTIONS]
+    cases += [(dict(json={"question": "who directed it", "topics": [text]}), 422, "not entities of KG") for text in INJECTIONS]
+    for kwargs, status, reason in cases:
+        r = httpx.post(svc.url + "/v1/ask", timeout=60, **kwargs)
+        assert r.status_code == status, (kwargs, r.text)
+        body = r.json()
+        assert body["error"]["status"] == status and reason in body["error"]["reason"], (kwargs, body)
+        assert "Traceback" not in r.text
+    assert httpx.get(svc.url + "/v1/nothing").json()["error"]["status"] == 404
+    assert counts(reader) == before
+
+
+def test_concurrency_limit_timeout_and_api_keys(virtuoso_server, llama_server, tmp_path):
+    _loaded(virtuoso_server.writer_url)
+    reader = "sparql+" + virtuoso_server.sparql_url
+    llm = f"{llama_server.url}?model=gemma3-270m&mode=completion"
+    slow = {"question": "what movies did Ronald Colman act in", "method": "lmp", "options": {"depth": 2}}
+    with KgqaService(reader, "--llm", llm, "--max-concurrent", "1", "--api-keys", "k1,k2", kg=KG, log_dir=tmp_path) as svc:
+        assert httpx.post(svc.url + "/v1/ask", json=slow).status_code == 401
+        assert httpx.get(svc.url + "/v1/health").status_code == 401
+        assert httpx.get(svc.url + "/v1/health", headers={"X-API-Key": "k2"}, timeout=60).status_code == 200
+        headers = {"X-API-Key": "k1"}
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            replies = list(pool.map(lambda _: httpx.post(svc.url + "/v1/ask", json=slow, headers=headers, timeout=120), range(4)))
+        statuses = sorted(r.status_code for r in replies)
+        assert statuses.count(200) >= 1 and 503 in statuses, statuses
+        busy = next(r for r in replies if r.status_code == 503)
+        assert busy.headers["Retry-After"] == "1" and "busy" in busy.json()["error"]["reason"]
+        ok = next(r for r in replies if r.status_code == 200).json()
+        assert ok["method"] == "lmp" and 1 <= ok["trace"]["llm"]["calls"] <= 25
+        metrics = httpx.get(svc.url + "/metrics").text
+        assert 'status="503"' in metrics and "kgqa_llm_calls_total 0" not in metrics
+    with KgqaService(reader, "--llm", llm, "--request-timeout", "0.3", kg=KG, log_dir=tmp_path) as svc:
+        r = httpx.post(svc.url + "/v1/ask", json=slow, timeout=60)
+        assert r.status_code == 504 and "0.3 s request timeout" in r.json()["error"]["reason"]
+        json.dumps(r.json())
