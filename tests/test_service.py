@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 KG = "svc"
 INJECTIONS = [
     '"} } ; DROP ALL ; INSERT DATA { <urn:x> <urn:y> <urn:z> } #',
-    "Kismet') DETACH DELETE n //",
+    "Zzyzx') DETACH DELETE n //",
     "x' OR 1=1 -- ; MATCH (n) DETACH DELETE n",
     "}} CLEAR GRAPH <urn:kgqa:kg:svc:data> {{",
 ]
@@ -89,13 +89,12 @@ def test_hostile_requests_get_4xx_with_a_reason_and_change_nothing(service):
         (dict(content=b"question=who", headers={"Content-Type": "application/x-www-form-urlencoded"}), 422, "invalid request"),
         (dict(json={"question": "who directed Kismet", "method": "cypher"}), 422, "unknown method"),
         (dict(json={"question": "who directed Kismet", "method": "lmp"}), 422, "needs an LLM"),
-        (dict(json={"question": "who directed Kismet", "sparql": "DROP ALL"}), 422, "extra"),
+        (dict(json={"question": "who directed Kismet", "sparql": "DROP ALL"}), 422, "sparql: Extra inputs are not permitted"),
         (dict(json={"question": "who directed Kismet", "options": {"timeout": 1}}), 422, "unknown option"),
         (dict(json={"question": "x" * 600}), 422, "limit is 500"),
         (dict(json={"question": "   "}), 422, "empty"),
         (dict(json={"question": 42}), 422, "invalid request"),
     ]
-    cases += [(dict(json={"question": text}), 422, "no entity of the KG") for text in INJECTIONS]
     cases += [(dict(json={"question": "who directed it", "topics": [text]}), 422, "not entities of KG") for text in INJECTIONS]
     for kwargs, status, reason in cases:
         r = httpx.post(svc.url + "/v1/ask", timeout=60, **kwargs)
@@ -103,6 +102,17 @@ def test_hostile_requests_get_4xx_with_a_reason_and_change_nothing(service):
         body = r.json()
         assert body["error"]["status"] == status and reason in body["error"]["reason"], (kwargs, body)
         assert "Traceback" not in r.text
+    # injection text in a question is only text: where no word of it names an entity the service
+    # says so (422); where one does ("match" is a MetaQA tag) that entity is linked, nothing else happens
+    for text in INJECTIONS:
+        r = httpx.post(svc.url + "/v1/ask", json={"question": text}, timeout=60)
+        if r.status_code == 200:
+            assert all(t["query"] in text for t in r.json()["topics"])
+        else:
+            assert r.status_code == 422 and "no entity of the KG" in r.json()["error"]["reason"]
+    # injection text around a real entity is just text: the entity is linked, the rest is ignored
+    mixed = httpx.post(svc.url + "/v1/ask", json={"question": "Kismet') DETACH DELETE n // }; DROP ALL"}, timeout=60)
+    assert mixed.status_code == 200 and [t["label"] for t in mixed.json()["topics"]] == ["Kismet"]
     assert httpx.get(svc.url + "/v1/nothing").json()["error"]["status"] == 404
     assert counts(reader) == before
 
