@@ -10,7 +10,7 @@
      "trace": {"round_trips", "subgraph": {...}, "seconds": {stage: s}, "fallback": str|null,
                "llm": {"calls", "prompt_tokens", "completion_tokens", "seconds", "retries"},
                "llm_calls": [{"purpose", "provider", "model", "prompt_tokens", "completion_tokens",
-                              "seconds", "retries", "temperature", "cached", "ok", "error"}]}}
+                              "seconds", "retries", "temperature", "cached", "ok", "error", "tokens_estimated"}]}}
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class LLMCall:
     cached: bool = False
     ok: bool = True
     error: str | None = None
+    tokens_estimated: bool = False  # no usage reported (a stream): tokens estimated at ~4 characters each
 
 
 @dataclass

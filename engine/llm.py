@@ -32,6 +32,7 @@ class Completion:
     provider: str = ""
     model: str = ""
     cached: bool = False
+    tokens_estimated: bool = False  # the server reported no usage (some do not when streaming): ~4 chars a token
 
 
 @runtime_checkable

@@ -164,12 +164,13 @@ class OpenAICompatibleLLM:
         text = "".join(pieces)
         return Completion(
             text=strip_reasoning(cut_at_stop(text, stop)),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0) or len(pieces),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0) if usage else -(-len(prompt) // 4),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0) if usage else -(-len(text) // 4),
             seconds=time.perf_counter() - started,
             retries=attempts - 1,
             provider=self.provider,
             model=self.model,
+            tokens_estimated=usage is None,
         )
 
     def close(self) -> None:

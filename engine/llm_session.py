@@ -57,4 +57,5 @@ class LLMSession:
             raise
         record.prompt_tokens, record.completion_tokens = completion.prompt_tokens, completion.completion_tokens
         record.seconds, record.retries, record.cached = completion.seconds, completion.retries, completion.cached
+        record.tokens_estimated = completion.tokens_estimated
         return Reply(completion.text, text)

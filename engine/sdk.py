@@ -13,7 +13,8 @@
 
 An engine is reusable and safe to share across threads and tasks: the store and the LLM are opened
 once; each (method, options) pair builds its runner once, under a lock. `close()` (or leaving the
-`with` block) releases the store's driver and the LLM client.
+`with` block) releases the store's driver and the LLM client that the engine opened from URLs
+(a store or LLM object passed in stays the caller's to close).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Engine:
         except Exception:
             self.store.close()
             raise
+        self._owns = (isinstance(store, str), isinstance(llm, str))  # close only what this engine opened
         self.checkpoint = checkpoint
         self._runners: dict[tuple[str, MethodOptions], Runner] = {}
         self._lock = threading.Lock()
@@ -138,9 +140,10 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        self.store.close()
+        if self._owns[0]:
+            self.store.close()
         close = getattr(self.llm, "close", None)
-        if close:
+        if close and self._owns[1]:
             close()
 
     def __enter__(self) -> "Engine":

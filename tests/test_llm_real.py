@@ -159,3 +159,18 @@ def test_cli_ask_and_eval_with_an_llm(llama_server, embedded_metaqa, tmp_path):
     assert unknown.returncode == 2 and "needs an LLM" in unknown.stderr and "Traceback" not in unknown.stderr
     bad_llm = kgqa("ask", "who", "--store", embedded_metaqa, "--method", "lmp", "--llm", "ftp://x")
     assert bad_llm.returncode == 2 and "--llm 'ftp://x'" in bad_llm.stderr
+
+
+def test_engine_streams_answer_tokens_from_the_http_server(llama_server, embedded_metaqa):
+    from kgqa import Engine, Final, Token
+
+    llm = f"{llama_server.url}?model=gemma3-270m&mode=completion"
+    with Engine(embedded_metaqa, "llm-only", llm, kg="metaqa") as engine:
+        events = list(engine.stream("what movies did Temuera Morrison act in"))
+    tokens = [e.text for e in events if isinstance(e, Token)]
+    final = events[-1]
+    assert isinstance(final, Final) and len(tokens) >= 1
+    assert final.answer.text and final.answer.text in "".join(tokens)  # the reply is what was streamed, cleaned
+    call = final.answer.trace.llm_calls[0]
+    # llama.cpp's server sends no usage on streams: the tokens are estimated, and the record says so
+    assert call.prompt_tokens > 0 and call.tokens_estimated is True

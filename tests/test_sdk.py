@@ -1,0 +1,107 @@
+"""`kgqa.Engine` over a real embedded store: ask, aask, stream (events in order, tokens when the LLM
+streams), sharing across threads and tasks, option and input errors, close."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+
+import pytest
+from conftest import DEMO_KG
+from scripted_llm import ScriptedLLM
+
+from kgqa import Engine, EvidenceReady, Final, Linked, Retrieved, Token
+from kgqa.errors import EntityNotFound, KGQAError
+from kgqa.loaders import load_file
+from kgqa.sparql.embedded import EmbeddedWriter
+
+
+class StreamingScriptedLLM(ScriptedLLM):
+    """Scripted, and hands its reply out in pieces like a streaming server."""
+
+    def stream_complete(self, prompt, on_text, **kwargs):  # type: ignore[no-untyped-def]
+        completion = self.complete(prompt, **kwargs)
+        for word in completion.text.split(" "):
+            on_text(word + " ")
+        return completion
+
+
+@pytest.fixture(scope="module")
+def store():
+    writer = EmbeddedWriter.open(None, "demo")
+    load_file(writer, DEMO_KG)
+    return writer.reader()
+
+
+@pytest.fixture(scope="module")
+def engine(store):
+    return Engine(store)  # kgfr, no LLM
+
+
+def test_ask_without_an_llm_is_the_kgfr_ranking(engine):
+    answer = engine.ask("who directed Kismet")
+    assert answer.method == "kgfr" and [t["label"] for t in answer.topics] == ["Kismet"]
+    assert answer.answers and answer.answers[0].score is not None and answer.trace.llm_calls == []
+    data = answer.to_json()
+    assert set(data) == {"question", "method", "answers", "text", "topics", "evidence", "trace"}
+    assert set(data["trace"]) >= {"round_trips", "subgraph", "seconds", "llm", "llm_calls", "fallback"}
+
+
+def test_stream_yields_typed_events_in_order(engine):
+    events = list(engine.stream("who directed Kismet"))
+    kinds = [e.kind for e in events]
+    assert kinds == ["linked", "retrieved", "evidence", "final"]
+    assert isinstance(events[0], Linked) and events[0].topics[0]["label"] == "Kismet"
+    assert isinstance(events[1], Retrieved) and events[1].subgraph["nodes"] > 1 and events[1].round_trips >= 2
+    assert isinstance(events[2], EvidenceReady) and events[2].evidence.candidates
+    assert isinstance(events[3], Final) and events[3].answer.answers[0].label == events[2].evidence.candidates[0]["label"]
+
+
+def test_stream_passes_answer_tokens_when_the_llm_streams(store):
+    llm = StreamingScriptedLLM(lambda prompt: "1. William Dieterle" if "answers:" in prompt.splitlines()[-1] else "yes")
+    with Engine(store, "kgfr", llm) as engine:
+        events = list(engine.stream("who directed Kismet", max_steps=1))
+    kinds = [e.kind for e in events]
+    assert kinds[:3] == ["linked", "retrieved", "evidence"] and kinds[-1] == "final"
+    tokens = [e.text for e in events if isinstance(e, Token)]
+    assert "".join(tokens).strip() == "1. William Dieterle"
+    assert kinds.index("token") > kinds.index("evidence")
+
+
+def test_one_engine_serves_threads_and_tasks(engine):
+    questions = ["who directed Kismet", "who wrote Kismet", "when was Kismet released", "who starred in Kismet"] * 3
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        threaded = list(pool.map(engine.ask, questions))
+    serial = [engine.ask(q) for q in questions]
+    assert [[a.iri for a in x.answers] for x in threaded] == [[a.iri for a in x.answers] for x in serial]
+
+    async def many():  # type: ignore[no-untyped-def]
+        return await asyncio.gather(*(engine.aask(q) for q in questions[:4]))
+
+    assert [[a.iri for a in x.answers] for x in asyncio.run(many())] == [[a.iri for a in x.answers] for x in serial[:4]]
+
+
+def test_errors_name_what_was_wrong(store, engine):
+    with pytest.raises(ValueError, match="unknown method 'sql'"):
+        Engine(store, "sql")
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['widht'\]"):
+        engine.ask("who directed Kismet", widht=3)
+    with pytest.raises(ValueError, match="needs an LLM"):
+        engine.ask("who directed Kismet", method="lmp")
+    with pytest.raises(ValueError, match="non-empty string"):
+        engine.ask("   ")
+    with pytest.raises(EntityNotFound, match="Nowhere Film"):
+        engine.ask("who directed it", ["Nowhere Film"])
+    with pytest.raises(EntityNotFound):
+        list(engine.stream("who directed it", ["Nowhere Film"]))
+
+
+def test_close_refuses_later_use_and_leaves_a_given_store_open(store, tmp_path):
+    engine = Engine(store)
+    engine.close()
+    engine.close()  # twice is fine
+    with pytest.raises(KGQAError, match="closed"):
+        engine.ask("who directed Kismet")
+    assert store.resolve(["Kismet"])["Kismet"]  # the caller's store is still open
+    with pytest.raises(KGQAError):
+        Engine(f"oxigraph://{tmp_path / 'nothing-here'}")
