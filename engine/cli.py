@@ -24,7 +24,7 @@ StoreOpt = Annotated[
     Optional[str],
     typer.Option("--store", help="Store URL: oxigraph:///abs/path or oxigraph://rel/path [env KGQA_STORE; default oxigraph://.kgqa/store]"),
 ]
-KgOpt = Annotated[Optional[str], typer.Option("--kg", help="KG name inside the store (optional when it holds one KG)")]
+KgOpt = Annotated[Optional[str], typer.Option("--kg", envvar="KGQA_KG", help="KG name inside the store (optional when it holds one KG) [env KGQA_KG]")]
 
 
 def _fail(message: str) -> None:
@@ -203,7 +203,7 @@ def train(
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
 
 
-MethodOpt = Annotated[str, typer.Option("--method", help="kgfr | lmp | llm-only | llm-only-cot (kgfr without --llm: no LLM at all)")]
+MethodOpt = Annotated[str, typer.Option("--method", envvar="KGQA_METHOD", help="kgfr | lmp | llm-only | llm-only-cot (kgfr without --llm: no LLM at all) [env KGQA_METHOD]")]
 LLMOpt = Annotated[Optional[str], typer.Option("--llm", envvar="KGQA_LLM", help="gemma3-270m | local:PATH | http://host/v1?model=NAME[&mode=completion] | openai:MODEL [env KGQA_LLM]")]
 LLMCacheOpt = Annotated[Optional[Path], typer.Option("--llm-cache", help="Cache LLM replies on disk in this folder")]
 WidthOpt = Annotated[int, typer.Option("--width", "-K", min=1, help="LMP width K: relations kept per layer")]
@@ -337,7 +337,7 @@ def serve(
     from kgqa.service import ServiceLimits, create_app
 
     try:
-        engine = Engine(store or default_store_url(), method, llm, kg=kg, checkpoint=checkpoint, llm_cache=llm_cache)
+        engine = Engine(store or default_store_url(), method, llm or None, kg=kg or None, checkpoint=checkpoint, llm_cache=llm_cache)
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
         return

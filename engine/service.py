@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,14 +46,6 @@ class ServiceLimits:
     request_timeout_s: float = 60.0
     max_concurrent: int = 8
     api_keys: frozenset[str] = field(default_factory=frozenset)
-
-    @classmethod
-    def from_env(cls) -> "ServiceLimits":
-        env = os.environ
-        keys = frozenset(k.strip() for k in env.get("KGQA_API_KEYS", "").split(",") if k.strip())
-        return cls(int(env.get("KGQA_MAX_BODY_BYTES", 16_384)), int(env.get("KGQA_MAX_QUESTION_CHARS", 500)),
-                   int(env.get("KGQA_MAX_TOPICS", 10)), float(env.get("KGQA_REQUEST_TIMEOUT_S", 60)),
-                   int(env.get("KGQA_MAX_CONCURRENT", 8)), keys)
 
 
 class AskRequest(BaseModel):
