@@ -303,7 +303,27 @@ class Neo4jServer:
         self.stop()
 
 
-class LlamaCppServer:
+class _Subprocess:
+    """start() / stop() by PID / context manager, for the launchers below."""
+
+    proc: subprocess.Popen | None = None
+
+    def start(self):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LlamaCppServer(_Subprocess):
     """llama.cpp's OpenAI-compatible server (PyPI `llama-cpp-python[server]`) for a GGUF model —
     by default the bundled Gemma 3 270M base — on loopback. Base models: use its /v1/completions."""
 
@@ -338,19 +358,9 @@ class LlamaCppServer:
         wait_until(answers, 120, f"llama.cpp server on port {self.port} (log: {log_path})", self.proc)
         return self
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)
-            self.proc = None
-
-    def __enter__(self) -> "LlamaCppServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
-class KgqaService:
+class KgqaService(_Subprocess):
     """`kgqa serve` as a subprocess on loopback (the way a user runs it), stopped by PID."""
 
     def __init__(self, store_url: str, *args: str, kg: str | None = None, port: int | None = None,
@@ -375,16 +385,6 @@ class KgqaService:
         wait_until(answers, 120, f"kgqa serve on port {self.port} (log: {self.log_path})", self.proc)
         return self
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)
-            self.proc = None
-
-    def __enter__(self) -> "KgqaService":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def ensure_chromium_installed() -> tuple[str, str]:
