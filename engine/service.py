@@ -56,6 +56,73 @@ class AskRequest(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict, description=f"Method options: {', '.join(OPTION_NAMES)}")
 
 
+class ErrorBody(BaseModel):
+    status: int
+    reason: str
+
+
+class ErrorSchema(BaseModel):
+    error: ErrorBody
+
+
+class AnswerItemSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    iri: str | None
+    label: str | None
+    match: str = Field(description="subgraph | exact | normalised | linked | none | ranked")
+    score: float | None
+
+
+class EvidenceSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    candidates: list[dict[str, Any]]
+    facts: list[str]
+    paths: list[str]
+    path_edges: list[list[dict[str, str]]]
+    outline: str | None
+
+
+class LLMCallSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    purpose: str
+    provider: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    retries: int
+    temperature: float
+    cached: bool
+    ok: bool
+    error: str | None
+    tokens_estimated: bool
+
+
+class TraceSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    round_trips: int
+    subgraph: dict[str, Any]
+    seconds: dict[str, float]
+    llm_calls: list[LLMCallSchema]
+    fallback: str | None
+    llm: dict[str, float]
+
+
+class AnswerSchema(BaseModel):
+    """The Answer JSON (engine/answer.py); `extra="forbid"` keeps this schema and the code in step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    method: str
+    answers: list[AnswerItemSchema]
+    text: str
+    topics: list[dict[str, str]]
+    evidence: EvidenceSchema
+    trace: TraceSchema
+
+
 class Metrics:
     """Counters and one latency histogram, rendered in the Prometheus text format."""
 
@@ -153,7 +220,9 @@ def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in exc.errors())
         return _error(422, f"invalid request: {problems}")
 
-    @app.post("/v1/ask", summary="Answer a question")
+    @app.post("/v1/ask", summary="Answer a question", response_model=AnswerSchema,
+              responses={401: {"model": ErrorSchema}, 413: {"model": ErrorSchema}, 422: {"model": ErrorSchema},
+                         502: {"model": ErrorSchema}, 503: {"model": ErrorSchema}, 504: {"model": ErrorSchema}})
     async def ask(body: AskRequest) -> JSONResponse:
         question = body.question.strip()
         if not question:

@@ -22,6 +22,7 @@ from kgqa.lmp import LMP
 from kgqa.loaders import load_file
 from kgqa.methods import MethodOptions, build_runner
 from kgqa.qa_data import read_qa
+from kgqa.service import AnswerSchema
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 WIDTH, DEPTH, STEPS = 3, 2, 3
@@ -60,7 +61,7 @@ def check_answer(answer, method: str, bound: int) -> None:
     assert trace.seconds["total"] > 0
     for item in answer.answers:
         assert item.text and (item.iri is None) == (item.match == "none")
-    json.dumps(answer.to_json())  # serialisable as documented
+    AnswerSchema.model_validate(json.loads(json.dumps(answer.to_json())))  # serialisable, as documented
 
 
 def check_lmp_calls(answer) -> None:

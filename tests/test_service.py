@@ -14,6 +14,7 @@ from launchers import KgqaService
 
 from kgqa import open_store, open_writer
 from kgqa.loaders import load_file
+from kgqa.service import AnswerSchema
 
 pytestmark = pytest.mark.slow
 KG = "svc"
@@ -57,6 +58,7 @@ def test_ask_returns_the_answer_json_with_evidence(service):
     r = httpx.post(svc.url + "/v1/ask", json={"question": "who directed Kismet"}, timeout=60)
     assert r.status_code == 200, r.text
     data = r.json()
+    AnswerSchema.model_validate(data)  # the documented schema (OpenAPI) is what the service sends
     assert [t["label"] for t in data["topics"]] == ["Kismet"] and data["method"] == "kgfr"
     assert data["answers"] and all(a["iri"].startswith(f"urn:kgqa:kg:{KG}:") for a in data["answers"])
     assert data["evidence"]["path_edges"] and data["evidence"]["path_edges"][0][-1]["tail"] == "Kismet"
