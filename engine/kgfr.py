@@ -53,9 +53,10 @@ class KGFRLayer(MessagePassing):
         self.w5 = nn.Linear(dim, attn_dim, bias=False)
         self.w6 = nn.Linear(dim, attn_dim, bias=False)
         self.residual = residual
-        self.last_alpha: Tensor | None = None
 
-    def forward(self, x: Tensor, rel: Tensor, question: Tensor, batch: KGFRBatch, edge_mask: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor, rel: Tensor, question: Tensor, batch: KGFRBatch, edge_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(entity states, relation states, α of the edges used). Nothing is kept on the module, so
+        one model can score questions from several threads at once."""
         # eq. 2: r⁽ⁱ⁺¹⁾ = W1 [r⁽ⁱ⁾ ; q]; the layer's messages use the question-conditioned relations.
         rel = self.w1(torch.cat([rel, question[batch.relation_graph]], dim=-1))
         edge_index = batch.edge_index[:, edge_mask]
@@ -64,14 +65,13 @@ class KGFRLayer(MessagePassing):
         # eq. 5 inputs, projected once per node / relation / question and gathered per edge
         gate = self.w4(x)[edge_index[0]] + self.w5(rel)[edge_type] + self.w6(question)[edge_graph]
         alpha = torch.sigmoid(self.w3(torch.relu(gate))).squeeze(-1)  # eq. 5: f = sigmoid, g = ReLU
-        self.last_alpha = alpha
         summed = self.propagate(edge_index, x=x, rel_e=rel[edge_type], alpha=alpha, size=(x.shape[0], x.shape[0]))
         out = self.w2(summed)  # eq. 3: Σ W2 MSG = W2 Σ MSG (W2 is linear)
         if self.norm is not None:  # deviation from eq. 3, see KGFR
             out = torch.relu(self.norm(out))
         if self.residual:  # deviation from eq. 3, see KGFR
             out = out + x
-        return out, rel
+        return out, rel, alpha
 
     def message(self, x_j: Tensor, rel_e: Tensor, alpha: Tensor) -> Tensor:
         return alpha.unsqueeze(-1) * (x_j + rel_e)  # eq. 4: α (s + r)
@@ -107,9 +107,9 @@ class KGFR(nn.Module):
         attention = []
         for i, layer in enumerate(self.layers):
             mask = batch.edge_hop <= i + 1  # progressive propagation
-            x, rel = layer(x, rel, question, batch, mask)
+            x, rel, alpha = layer(x, rel, question, batch, mask)
             if keep_attention:
-                attention.append(layer.last_alpha.detach())  # type: ignore[union-attr]
+                attention.append(alpha.detach())
         return self.w7(x).squeeze(-1), attention
 
 

@@ -69,7 +69,9 @@ def test_stream_passes_answer_tokens_when_the_llm_streams(store):
 
 
 def test_one_engine_serves_threads_and_tasks(engine):
-    questions = ["who directed Kismet", "who wrote Kismet", "when was Kismet released", "who starred in Kismet"] * 3
+    # different topics, so the threads score subgraphs of different sizes at the same time
+    questions = ["who directed Kismet", "who directed Les Misérables", "who wrote Funny Games", "when was Felon released",
+                 "who starred in Click", "who directed China O'Brien"] * 3
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         threaded = list(pool.map(engine.ask, questions))
     serial = [engine.ask(q) for q in questions]
