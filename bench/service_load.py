@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docker"))
 from launchers import KgqaService, VirtuosoServer  # noqa: E402
 
-from kgqa import open_writer  # noqa: E402
+from kgqa import open_store, open_writer  # noqa: E402
 from kgqa.loaders import load_file  # noqa: E402
 from kgqa.qa_data import read_qa  # noqa: E402
 
@@ -91,6 +91,7 @@ def main() -> int:
     ap.add_argument("--max-concurrent", type=int, default=32, help="the service's --max-concurrent")
     ap.add_argument("--max-requests", type=int, default=100_000)
     ap.add_argument("--warmup", type=float, default=10)
+    ap.add_argument("--service-env", action="append", default=[], metavar="KEY=VALUE", help="extra environment for the service")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "service_load.json")
     args = ap.parse_args()
     if not METAQA.exists():
@@ -103,16 +104,33 @@ def main() -> int:
         writer = open_writer(virtuoso.writer_url, "metaqa")
         load_file(writer, METAQA / "kb_reconstructed.txt")
         writer.close()
+        reader = open_store("sparql+" + virtuoso.sparql_url, "metaqa")
+        labels = sorted({t for _, topics in questions for t in topics})
+        known = {label for i in range(0, len(labels), 1000) for label, hits in reader.resolve(labels[i:i + 1000]).items() if hits}
+        reader.close()
+        questions = [(q, topics) for q, topics in questions if topics and all(t in known for t in topics)]
+        env = dict(item.split("=", 1) for item in args.service_env)
         with KgqaService("sparql+" + virtuoso.sparql_url, "--max-concurrent", str(args.max_concurrent),
-                         kg="metaqa", log_dir=Path(tmp)) as service:
+                         kg="metaqa", log_dir=Path(tmp), env=env) as service:
             assert service.proc is not None
+            pid = service.proc.pid
             warm = run_clients(service.url, questions, args.clients, args.warmup, args.max_requests)
-            rss_start = rss_mb(service.proc.pid)
+            rss_start = rss_mb(pid)
+            samples: list[float] = []
+            stop_sampling = threading.Event()
+
+            def sample() -> None:
+                while not stop_sampling.wait(5):
+                    samples.append(rss_mb(pid))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
             result = run_clients(service.url, questions, args.clients, args.seconds, args.max_requests)
-            rss_end = rss_mb(service.proc.pid)
+            stop_sampling.set()
+            rss_end = rss_mb(pid)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(service.log_path, args.out.with_suffix(".log"))  # the service's own log, errors included
-    result.update({"clients": args.clients, "seconds": args.seconds, "max_concurrent": args.max_concurrent,
+    result.update({"rss_samples_mb": samples, "service_env": env, "questions_pool": len(questions), "clients": args.clients, "seconds": args.seconds, "max_concurrent": args.max_concurrent,
                    "warmup_requests": warm["requests"], "rss_start_mb": rss_start, "rss_end_mb": rss_end,
                    "rss_growth": (rss_end - rss_start) / rss_start})
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -122,6 +140,7 @@ def main() -> int:
           f"from a second process on loopback (after {args.warmup:.0f} s warm-up with as many clients; RSS measured after it)\n")
     print("| requests | req/s | p50 ms | p99 ms | p99/p50 | errors | RSS start MB | RSS end MB | RSS growth |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"\nRSS every 5 s (MB): {', '.join(f'{x:.0f}' for x in samples)}; service environment: {env or 'default'}\n")
     print(f"| {result['requests']} | {result['req_per_s']:.1f} | {result['p50_ms']:.0f} | {result['p99_ms']:.0f} | "
           f"{result['p99_ms'] / result['p50_ms']:.1f} | {errors} | {rss_start:.0f} | {rss_end:.0f} | {100 * result['rss_growth']:+.1f}% |")
     return 0

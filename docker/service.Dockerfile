@@ -4,7 +4,7 @@
 # KGQA_LLM, KGQA_MAX_CONCURRENT, KGQA_REQUEST_TIMEOUT_S, KGQA_MAX_BODY_BYTES, KGQA_MAX_QUESTION_CHARS,
 # KGQA_API_KEYS (and KGQA_LLM_API_KEY for a remote LLM).
 FROM python:3.11-slim
-ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 KGQA_CACHE=/var/cache/kgqa
+ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 MALLOC_ARENA_MAX=2 HF_HUB_OFFLINE=1 KGQA_CACHE=/var/cache/kgqa
 WORKDIR /app
 # CPU PyTorch first (the default PyPI wheel is a multi-GB CUDA build)
 RUN pip install torch --index-url https://download.pytorch.org/whl/cpu

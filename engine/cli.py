@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -334,8 +335,10 @@ def serve(
     import uvicorn
 
     from kgqa.sdk import Engine
-    from kgqa.service import ServiceLimits, create_app
+    from kgqa.service import ServiceLimits, create_app, limit_malloc_arenas
 
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        limit_malloc_arenas(2)
     try:
         engine = Engine(store or default_store_url(), method, llm or None, kg=kg or None, checkpoint=checkpoint, llm_cache=llm_cache)
     except (KGQAError, ValueError, FileNotFoundError) as exc:
