@@ -8,6 +8,7 @@
      "evidence": {"candidates": [...], "facts": [str], "paths": [str],
                   "path_edges": [[{"head", "relation", "tail"}]], "outline": str|null},
      "trace": {"round_trips", "subgraph": {...}, "seconds": {stage: s}, "fallback": str|null,
+               "linking_candidates": {span: [iri]},
                "llm": {"calls", "prompt_tokens", "completion_tokens", "seconds", "retries"},
                "llm_calls": [{"purpose", "provider", "model", "prompt_tokens", "completion_tokens",
                               "seconds", "retries", "temperature", "cached", "ok", "error", "tokens_estimated"}]}}
@@ -51,6 +52,7 @@ class Trace:
     seconds: dict[str, float] = field(default_factory=dict)
     llm_calls: list[LLMCall] = field(default_factory=list)
     fallback: str | None = None  # why the method fell back (e.g. to answering without the KG)
+    linking_candidates: dict[str, list[str]] = field(default_factory=dict)  # every question span that named entities → their IRIs
 
     def llm_totals(self) -> dict[str, float]:
         return {

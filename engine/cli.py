@@ -214,15 +214,12 @@ StepsOpt = Annotated[int, typer.Option("--max-steps", min=1, max=10, help="LLM-K
 DescribeOpt = Annotated[bool, typer.Option("--describe-relations/--relation-names", help="LLM-KGFR: feed LLM-written relation descriptions (KGFR Fig. 2) to the KGFR encoder instead of the readable names the bundled checkpoint was trained on")]
 
 
-def _runner(method: str, store_url: str | None, kg: str | None, llm: str | None, llm_cache: Path | None,
+def _engine(method: str, store_url: str | None, kg: str | None, llm: str | None, llm_cache: Path | None,
             checkpoint: Path | None, width: int, depth: int, sampler: str, max_steps: int, describe: bool):  # type: ignore[no-untyped-def]
-    from kgqa.llm_spec import open_llm
-    from kgqa.methods import MethodOptions, build_runner
+    from kgqa.sdk import Engine
 
-    reader = open_store(store_url or default_store_url(), kg)
-    model = open_llm(llm, llm_cache) if llm else None
-    options = MethodOptions(width=width, depth=depth, sampler=sampler, max_steps=max_steps, describe_relations=describe)
-    return reader, build_runner(method, reader, model, checkpoint, options)
+    return Engine(store_url or default_store_url(), method, llm or None, kg=kg or None, checkpoint=checkpoint, llm_cache=llm_cache,
+                  width=width, depth=depth, sampler=sampler, max_steps=max_steps, describe_relations=describe)
 
 
 @app.command()
@@ -244,8 +241,8 @@ def ask(
 ) -> None:
     """Answer a question: the answers, the facts and paths behind them, and what it cost."""
     try:
-        _, runner = _runner(method, store, kg, llm, llm_cache, checkpoint, width, depth, sampler, max_steps, describe)
-        result = runner(question, topic)
+        with _engine(method, store, kg, llm, llm_cache, checkpoint, width, depth, sampler, max_steps, describe) as engine:
+            result = engine.ask(question, topic)
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
         return
@@ -303,11 +300,12 @@ def eval_command(
         for path in qa:
             rows = read_qa(path)
             examples += rows[:limit] if limit else rows
-        reader, runner = _runner(method, store, kg, llm, llm_cache, checkpoint, width, depth, sampler, max_steps, describe)
-        with _bar("eval", len(examples)) as bar:
+        with _engine(method, store, kg, llm, llm_cache, checkpoint, width, depth, sampler, max_steps, describe) as engine, \
+                _bar("eval", len(examples)) as bar:
             task = bar.add_task("questions", total=len(examples))
-            report = evaluate(runner, reader, examples, gold_topics=topics == "gold", progress=lambda n: bar.update(task, completed=n))
-        written = write_report(report, out_dir, f"kgqa eval ({method}, {topics} topics, KG {reader.kg!r})")
+            report = evaluate(engine.runner(), engine.store, examples, gold_topics=topics == "gold",
+                              progress=lambda n: bar.update(task, completed=n))
+        written = write_report(report, out_dir, f"kgqa eval ({method}, {topics} topics, KG {engine.store.kg!r})")
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
         return
@@ -334,18 +332,18 @@ def serve(
     """Run the HTTP QA service (FastAPI): POST /v1/ask, /v1/health, /v1/methods, /metrics, /docs, and the playground at /."""
     import uvicorn
 
-    from kgqa.sdk import Engine
     from kgqa.service import ServiceLimits, create_app, limit_malloc_arenas
 
     if "MALLOC_ARENA_MAX" not in os.environ:
         limit_malloc_arenas(2)
     try:
-        engine = Engine(store or default_store_url(), method, llm or None, kg=kg or None, checkpoint=checkpoint, llm_cache=llm_cache)
+        engine = _engine(method, store, kg, llm, llm_cache, checkpoint, 3, 2, "llm", 3, False)
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
         return
     keys = frozenset(k.strip() for k in (api_keys or "").split(",") if k.strip())
-    limits = ServiceLimits(max_body_bytes, max_question_chars, 10, request_timeout, max_concurrent, keys)
+    limits = ServiceLimits(max_body_bytes=max_body_bytes, max_question_chars=max_question_chars, request_timeout_s=request_timeout,
+                           max_concurrent=max_concurrent, api_keys=keys)
     out.print(f"kgqa serving KG {engine.store.kg!r} ({method}{', LLM ' + llm if llm else ''}) on http://{host}:{port}  — docs at /docs", highlight=False)
     try:
         uvicorn.run(create_app(engine, limits), host=host, port=port, log_level="warning", access_log=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +55,6 @@ class KGFRResult:
     linking_candidates: dict[str, list[str]]
     subgraph: dict
     seconds: dict[str, float]
-    node_labels: list[str] = field(default_factory=list, repr=False)  # every node of the subgraph (for evaluation)
     graph: Subgraph | None = field(default=None, repr=False)
 
     def to_answer(self) -> Answer:
@@ -73,18 +72,9 @@ class KGFRResult:
                 path_edges=path_edges(self.answers),
             ),
             trace=Trace(round_trips=self.subgraph.get("round_trips", 0), subgraph=dict(self.subgraph), seconds=dict(self.seconds),
-                        fallback=None if self.topics else "no topic entity was linked"),
+                        fallback=None if self.topics else "no topic entity was linked", linking_candidates=self.linking_candidates),
             graph=self.graph,
         )
-
-    def to_json(self) -> dict:
-        graph, self.graph = self.graph, None
-        try:
-            data = asdict(self)
-        finally:
-            self.graph = graph
-        del data["node_labels"], data["graph"]
-        return data
 
 
 class KGFRAnswerer:
@@ -105,9 +95,9 @@ class KGFRAnswerer:
         started = time.perf_counter()
         linking = link_or_resolve(self.store, question, topics)
         seconds["link"] = time.perf_counter() - started
-        topic_info = [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in linking.topics]
+        topic_info = linking.topics_json()
         emit(Linked(topic_info))
-        linking_candidates = {span: [hit.entity.iri for hit in hits] for span, hits in linking.candidates.items()}
+        linking_candidates = linking.candidates_json()
         if not linking.topics:
             return KGFRResult(question, [], [], topic_info, linking_candidates, {}, seconds)
         mark = time.perf_counter()
@@ -121,7 +111,7 @@ class KGFRAnswerer:
         answers = self.margin_answers(candidates)
         seconds["total"] = time.perf_counter() - started
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam}
-        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg.node_labels, sg)
+        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg)
 
     def margin_answers(self, candidates: list[Candidate]) -> list[Candidate]:
         """The answer set without an LLM: candidates within the validated margin of the best score."""

@@ -35,6 +35,13 @@ class Linking:
     def iris(self) -> list[str]:
         return list(dict.fromkeys(hit.entity.iri for hit in self.topics))
 
+    def topics_json(self) -> list[dict[str, str]]:
+        return [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in self.topics]
+
+    def candidates_json(self) -> dict[str, list[str]]:
+        """Every question span that named entities → their IRIs (the linking trace)."""
+        return {span: [hit.entity.iri for hit in hits] for span, hits in self.candidates.items()}
+
 
 def _spans(question: str) -> list[tuple[int, int, str]]:
     tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]

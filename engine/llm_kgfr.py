@@ -25,7 +25,6 @@ from kgqa.kgfr_answer import Candidate, Fact, KGFRAnswerer, path_edges
 from kgqa.labels import normalise_label
 from kgqa.linking import link_or_resolve
 from kgqa.llm import LLM, LLMError
-from kgqa.llm_only import topics_json
 from kgqa.llm_session import LLMSession
 from kgqa.relation_language import RelationLanguage
 from kgqa.retrieval import retrieve
@@ -86,7 +85,8 @@ class LLMKGFR:
         mark = time.perf_counter()
         linking = link_or_resolve(self.store, question, topics)
         trace.seconds["link"] = time.perf_counter() - mark
-        result = Answer(question, "kgfr", topics=topics_json(linking), trace=trace)
+        result = Answer(question, "kgfr", topics=linking.topics_json(), trace=trace)
+        trace.linking_candidates = linking.candidates_json()
         emit(Linked(result.topics))
         if not linking.topics:
             trace.fallback = "no topic entity was linked"

@@ -10,16 +10,11 @@ import time
 
 from kgqa.answer import Answer
 from kgqa.answer_mapping import map_answers
-from kgqa.linking import Linking
 from kgqa.llm import LLM, LLMError
 from kgqa.llm_session import LLMSession, Reply
 from kgqa.store import GraphStore
 
 STYLES = ("io", "cot")
-
-
-def topics_json(linking: Linking) -> list[dict[str, str]]:
-    return [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in linking.topics]
 
 
 def answer_without_kg(session: LLMSession, question: str, purpose: str, style: str = "io") -> Reply:

@@ -35,7 +35,7 @@ from kgqa.events import EvidenceReady, Linked, Retrieved, emit
 from kgqa.labels import normalise_label
 from kgqa.linking import link_or_resolve
 from kgqa.llm import LLM, LLMError
-from kgqa.llm_only import answer_without_kg, topics_json
+from kgqa.llm_only import answer_without_kg
 from kgqa.llm_session import LLMSession
 from kgqa.prompts import load_prompt
 from kgqa.retrieval import retrieve
@@ -119,7 +119,8 @@ class LMP:
         linking = link_or_resolve(self.store, question, topics)
         trace.seconds["link"] = time.perf_counter() - started
         session = LLMSession(self.llm, self.call_bound(len(linking.topics)))
-        result = Answer(question, "lmp", topics=topics_json(linking), trace=trace)
+        result = Answer(question, "lmp", topics=linking.topics_json(), trace=trace)
+        trace.linking_candidates = linking.candidates_json()
         emit(Linked(result.topics))
         if not linking.topics:
             return self._fallback(result, session, "no topic entity was linked", started)

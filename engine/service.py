@@ -106,6 +106,7 @@ class TraceSchema(BaseModel):
     seconds: dict[str, float]
     llm_calls: list[LLMCallSchema]
     fallback: str | None
+    linking_candidates: dict[str, list[str]]
     llm: dict[str, float]
 
 
@@ -188,15 +189,20 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     threads' tensors of every size then fragment them and RSS climbs (measured with 32 clients for
     60 s: +36% without this, +5.6% with MALLOC_ARENA_MAX=2). Same as that variable, set from inside;
     call it before the worker threads start. False where the C library has no mallopt."""
+    mallopt = _libc("mallopt")
+    m_arena_max = -8  # <malloc.h>
+    return bool(mallopt(m_arena_max, arenas)) if mallopt else False
+
+
+def _libc(function: str):  # type: ignore[no-untyped-def]
+    """A C library function by name, or None where there is none (not glibc)."""
     import ctypes
     import ctypes.util
 
-    m_arena_max = -8  # <malloc.h>
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.mallopt(m_arena_max, arenas))
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), function)
     except (OSError, AttributeError):
-        return False
+        return None
 
 
 class _Trimmer:
@@ -206,13 +212,7 @@ class _Trimmer:
     of the throughput)."""
 
     def __init__(self, every: int = 64):
-        import ctypes
-        import ctypes.util
-
-        try:
-            self._trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            self._trim = None
+        self._trim = _libc("malloc_trim")
         self.every, self.count = every, 0
         self._lock = threading.Lock()
 

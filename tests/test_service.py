@@ -5,7 +5,6 @@ store; the concurrency limit (503 + Retry-After), the request timeout (504) and 
 from __future__ import annotations
 
 import concurrent.futures
-import json
 
 import httpx
 import pytest
@@ -142,4 +141,3 @@ def test_concurrency_limit_timeout_and_api_keys(virtuoso_server, llama_server, t
     with KgqaService(reader, "--llm", llm, "--request-timeout", "0.3", kg=KG, log_dir=tmp_path) as svc:
         r = httpx.post(svc.url + "/v1/ask", json=slow, timeout=60)
         assert r.status_code == 504 and "0.3 s request timeout" in r.json()["error"]["reason"]
-        json.dumps(r.json())
