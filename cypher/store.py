@@ -71,6 +71,10 @@ class Neo4jStore:
             shown[iri] = display_label(iri, [row["label"]] if row["label"] is not None else [], row["aliases"])
         return shown
 
+    def label_page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:
+        iri, label = after or ("", "")
+        return [(r["e"], r["label"]) for r in self._query("label_page", after_iri=iri, after_label=label, limit=limit)]
+
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], r["facts"]) for r in self._query("relations")]
 

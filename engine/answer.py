@@ -4,7 +4,7 @@
 
     {"question", "method", "text",                      # text: the LLM's raw final reply ("" without one)
      "answers": [{"text", "iri", "label", "match", "score"}],   # match: subgraph|exact|normalised|linked|none|ranked
-     "topics": [{"query", "iri", "label", "match"}],
+     "topics": [{"query", "iri", "label", "match", "score"}],   # match: exact|normalised|fuzzy|embedding
      "evidence": {"candidates": [...], "facts": [str], "paths": [str],
                   "path_edges": [[{"head", "relation", "tail"}]], "outline": str|null},
      "trace": {"round_trips", "subgraph": {...}, "seconds": {stage: s}, "fallback": str|null,

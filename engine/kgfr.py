@@ -15,6 +15,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
+ATTN_ACTIVATIONS = {"relu": torch.relu, "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.2)}
+
 
 @dataclass
 class KGFRBatch:
@@ -43,8 +45,14 @@ class KGFRBatch:
 class KGFRLayer(MessagePassing):
     """One layer i: eq. 2 (relations), eq. 3–5 (entities)."""
 
-    def __init__(self, dim: int, attn_dim: int, residual: bool, norm: bool = False):
+    def __init__(self, dim: int, attn_dim: int, residual: bool, norm: bool = False, attn_act: str = "relu", message: str = "sum"):
         super().__init__(aggr="add")
+        if attn_act not in ATTN_ACTIVATIONS:
+            raise ValueError(f"attn_act must be one of {sorted(ATTN_ACTIVATIONS)}, not {attn_act!r}")
+        if message not in ("sum", "product"):
+            raise ValueError(f"message must be 'sum' (eq. 4) or 'product', not {message!r}")
+        self.attn_act = ATTN_ACTIVATIONS[attn_act]
+        self.message_kind = message
         self.norm = nn.LayerNorm(dim) if norm else None
         self.w1 = nn.Linear(2 * dim, dim, bias=False)  # eq. 2: W1 ∈ R^{d×2d}
         self.w2 = nn.Linear(dim, dim, bias=False)  # eq. 3
@@ -64,7 +72,7 @@ class KGFRLayer(MessagePassing):
         edge_graph = batch.node_graph[edge_index[0]]
         # eq. 5 inputs, projected once per node / relation / question and gathered per edge
         gate = self.w4(x)[edge_index[0]] + self.w5(rel)[edge_type] + self.w6(question)[edge_graph]
-        alpha = torch.sigmoid(self.w3(torch.relu(gate))).squeeze(-1)  # eq. 5: f = sigmoid, g = ReLU
+        alpha = torch.sigmoid(self.w3(self.attn_act(gate))).squeeze(-1)  # eq. 5: f = sigmoid, g = ReLU (or see KGFR)
         summed = self.propagate(edge_index, x=x, rel_e=rel[edge_type], alpha=alpha, size=(x.shape[0], x.shape[0]))
         out = self.w2(summed)  # eq. 3: Σ W2 MSG = W2 Σ MSG (W2 is linear)
         if self.norm is not None:  # deviation from eq. 3, see KGFR
@@ -74,6 +82,8 @@ class KGFRLayer(MessagePassing):
         return out, rel, alpha
 
     def message(self, x_j: Tensor, rel_e: Tensor, alpha: Tensor) -> Tensor:
+        if self.message_kind == "product":  # deviation from eq. 4, see KGFR
+            return alpha.unsqueeze(-1) * (x_j * rel_e)
         return alpha.unsqueeze(-1) * (x_j + rel_e)  # eq. 4: α (s + r)
 
 
@@ -87,14 +97,16 @@ class KGFR(nn.Module):
     at a trainable scale). The validation numbers that chose them are in the training notes.
     """
 
-    def __init__(self, text_dim: int = 384, dim: int | None = None, layers: int = 3, attn_dim: int = 4, residual: bool = False, norm: bool = False):
+    def __init__(self, text_dim: int = 384, dim: int | None = None, layers: int = 3, attn_dim: int = 4, residual: bool = False, norm: bool = False,
+                 attn_act: str = "relu", message: str = "sum"):
         super().__init__()
         dim = dim or text_dim
-        self.config = {"text_dim": text_dim, "dim": dim, "layers": layers, "attn_dim": attn_dim, "residual": residual, "norm": norm}
+        self.config = {"text_dim": text_dim, "dim": dim, "layers": layers, "attn_dim": attn_dim, "residual": residual, "norm": norm,
+                       "attn_act": attn_act, "message": message}
         # eq. 1 uses the text embedding as r⁽⁰⁾ directly when dim == text_dim (the paper's setting)
         self.text_in = nn.Identity() if dim == text_dim else nn.Linear(text_dim, dim, bias=False)
         self.question_in = nn.Identity() if dim == text_dim else nn.Linear(text_dim, dim, bias=False)
-        self.layers = nn.ModuleList(KGFRLayer(dim, attn_dim, residual, norm) for _ in range(layers))
+        self.layers = nn.ModuleList(KGFRLayer(dim, attn_dim, residual, norm, attn_act, message) for _ in range(layers))
         self.w7 = nn.Linear(dim, 1, bias=False)  # eq. 8
         self.dim = dim
 

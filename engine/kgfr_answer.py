@@ -93,7 +93,7 @@ class KGFRAnswerer:
     def answer(self, question: str, topics: list[str] | None = None) -> KGFRResult:
         seconds: dict[str, float] = {}
         started = time.perf_counter()
-        linking = link_or_resolve(self.store, question, topics)
+        linking = link_or_resolve(self.store, question, topics, self.encoder)
         seconds["link"] = time.perf_counter() - started
         topic_info = linking.topics_json()
         emit(Linked(topic_info))

@@ -1,17 +1,25 @@
 """Entity linking from a raw question: every n-gram is looked up in the store's label index in one
 call (exact, then normalised), and the longest non-overlapping matches win, scanning left to right.
-All candidates stay in the trace. (Fuzzy and embedding fallbacks for misspellings: not yet.)"""
+When that finds no name, two fallbacks for misspellings run over a local index of the KG's labels
+(`kgqa.label_index`): fuzzy string similarity, then sentence-embedding similarity. All candidates
+stay in the trace."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
+from kgqa.label_index import LabelIndex, index_for
 from kgqa.store import GraphStore
-from kgqa.types import LinkedEntity
+from kgqa.types import Entity, LinkedEntity
 
 _TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*|[^\w\s]", re.UNICODE)
 MAX_NGRAM = 10
+FALLBACK_NGRAM = 6  # longest span the fallbacks try
+FUZZY_THRESHOLD = 0.85  # difflib ratio on normalised labels
+FUZZY_THRESHOLD_ONE_WORD = 0.9  # one word has more near neighbours ("william" ~ "gilliam": 0.857)
+EMBEDDING_THRESHOLD = 0.9  # cosine of sentence embeddings
 # Function words and question words: a KG may well hold a film called "What" or a band called "The",
 # but a question's "what" is almost never it. Spans made only of these words are not looked up.
 STOPWORDS = frozenset(
@@ -35,8 +43,8 @@ class Linking:
     def iris(self) -> list[str]:
         return list(dict.fromkeys(hit.entity.iri for hit in self.topics))
 
-    def topics_json(self) -> list[dict[str, str]]:
-        return [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match} for t in self.topics]
+    def topics_json(self) -> list[dict[str, str | float]]:
+        return [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match, "score": round(t.score, 4)} for t in self.topics]
 
     def candidates_json(self) -> dict[str, list[str]]:
         """Every question span that named entities → their IRIs (the linking trace)."""
@@ -54,10 +62,11 @@ def _spans(question: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS) -> Linking:
+def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS, fallback: bool = True, encoder=None) -> Linking:  # type: ignore[no-untyped-def]
     """Topic entities of a question, from one `resolve` call. A span matches when the store resolves
     it; longer spans beat shorter ones, exact matches beat normalised ones, earlier spans beat later
-    ones; spans never overlap; name-like spans beat lone lower-case words (see below)."""
+    ones; spans never overlap; name-like spans beat lone lower-case words (see below). With no
+    name-like match, `fallback` tries fuzzy and then embedding matches (`encoder`: a TextEncoder)."""
     spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2]))]
     found = store.resolve(sorted({text for _, _, text in spans}))
     matched = [(i, j, text) for i, j, text in spans if found.get(text)]
@@ -73,9 +82,51 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
     # when the question has no name-like match at all ("who directed kismet").
     named = [hit for hit in topics if _name_like(hit.query)]
+    candidates = {text: found[text] for _, _, text in matched}
+    if not named and fallback:
+        index = index_for(store)
+        if index is not None:
+            rescued = _fallback(index, spans, encoder, candidates)
+            named = [hit for hit in rescued if _name_like(hit.query)] or rescued
     topics = named or topics
     topics.sort(key=lambda hit: question.find(hit.query))
-    return Linking(topics, {text: found[text] for _, _, text in matched})
+    return Linking(topics, candidates)
+
+
+def _fallback(index: LabelIndex, spans: list[tuple[int, int, str]], encoder, candidates: dict[str, list[LinkedEntity]]) -> list[LinkedEntity]:  # type: ignore[no-untyped-def]
+    """Fuzzy matches of the question's spans (best similarity first, then longer spans, no overlaps);
+    if none, the single best embedding match. Every match found is added to `candidates`."""
+    short = [s for s in spans if s[1] - s[0] <= FALLBACK_NGRAM]
+    scored: list[tuple[float, int, int, str, LinkedEntity]] = []
+    for i, j, text in short:
+        threshold = FUZZY_THRESHOLD if j - i > 1 else FUZZY_THRESHOLD_ONE_WORD
+        hits = [LinkedEntity(text, Entity(m.iri, m.label), "fuzzy", m.score) for m in index.fuzzy(text, threshold=threshold)]
+        if hits:
+            candidates[text] = hits
+            scored.append((hits[0].score, i, j, text, hits[0]))
+    if not scored and short:
+        encoder = encoder or _shared_encoder()
+        for (i, j, text), m in zip(short, index.nearest([s[2] for s in short], encoder, EMBEDDING_THRESHOLD)):
+            if m is not None:
+                hit = LinkedEntity(text, Entity(m.iri, m.label), "embedding", m.score)
+                candidates[text] = [hit]
+                scored.append((m.score, i, j, text, hit))
+        scored = sorted(scored, key=lambda s: -s[0])[:1]
+    taken: set[int] = set()
+    chosen = []
+    for _, i, j, _, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1])):
+        if taken & set(range(i, j)):
+            continue
+        taken |= set(range(i, j))
+        chosen.append(hit)
+    return chosen
+
+
+@functools.cache
+def _shared_encoder():  # type: ignore[no-untyped-def]
+    from kgqa.text import TextEncoder
+
+    return TextEncoder()
 
 
 def _name_like(span: str) -> bool:
@@ -83,10 +134,10 @@ def _name_like(span: str) -> bool:
     return len([w for w in words if any(ch.isalnum() for ch in w)]) > 1 or span[:1].isupper() or any(ch.isdigit() for ch in span)
 
 
-def link_or_resolve(store: GraphStore, question: str, topics: list[str] | None = None) -> Linking:
+def link_or_resolve(store: GraphStore, question: str, topics: list[str] | None = None, encoder=None) -> Linking:  # type: ignore[no-untyped-def]
     """The question's topic entities: the given topic labels resolved (first hit each), or linked
     from the question when none are given."""
     if topics is None:
-        return link(store, question)
+        return link(store, question, encoder=encoder)
     found = store.resolve(topics)
     return Linking([hits[0] for hits in found.values() if hits], {k: v for k, v in found.items() if v})

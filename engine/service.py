@@ -74,6 +74,15 @@ class AnswerItemSchema(BaseModel):
     score: float | None
 
 
+class TopicSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(description="the question span (or given label) that named the entity")
+    iri: str
+    label: str
+    match: str = Field(description="exact | normalised | fuzzy | embedding (the last two: linker fallbacks for misspellings)")
+    score: float = Field(description="similarity of span and label: 1.0 for exact and normalised matches")
+
+
 class EvidenceSchema(BaseModel):
     model_config = ConfigDict(extra="forbid")
     candidates: list[dict[str, Any]]
@@ -119,7 +128,7 @@ class AnswerSchema(BaseModel):
     method: str
     answers: list[AnswerItemSchema]
     text: str
-    topics: list[dict[str, str]]
+    topics: list[TopicSchema]
     evidence: EvidenceSchema
     trace: TraceSchema
 

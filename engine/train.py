@@ -1,4 +1,4 @@
-"""Training the KGFR scorer (eq. 9) on QA pairs over a store, with early stopping on validation
+"""Training the KGFR scorer (eq. 9) on packed QA subgraphs (`kgqa.kgfr_pack`), with early stopping on validation
 Hits@1. Checkpoints: `model.safetensors` + `config.json` (encoder, λ, hops, layers, split, code version)."""
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import numpy as np
 import torch
 
 from kgqa.kgfr import KGFR, kgfr_loss
-from kgqa.kgfr_batch import make_batch
-from kgqa.kgfr_data import Prepared, question_vectors
-from kgqa.text import TextEncoder
+from kgqa.kgfr_pack import PackedQA
+from kgqa.text import DEFAULT_ENCODER
 
 
 @dataclass
@@ -29,12 +28,15 @@ class TrainConfig:
     attn_dim: int = 4
     residual: bool = False
     norm: bool = False
+    attn_act: str = "relu"
+    message: str = "sum"
     lr: float = 1e-3
     batch_size: int = 16
     epochs: int = 20
     patience: int = 3
     seed: int = 0
     device: str = "auto"
+    time_budget: float | None = None  # seconds: no epoch starts that would likely end past it
     split: dict = field(default_factory=dict)  # how the data was split, written into the checkpoint
 
 
@@ -51,61 +53,77 @@ def code_version() -> str:
         return "unknown"
 
 
+def _chunks(items: Sequence[int], size: int) -> list[list[int]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def _local_scores(model: KGFR, data: PackedQA, indices: list[int], device: torch.device) -> list[torch.Tensor]:
+    """Per question, the scores of its nodes (topic entities at -inf: they are not answers)."""
+    batch = data.batch(indices).to(device)
+    scores, _ = model(batch)
+    scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
+    sizes = [int(data.num_nodes[i]) for i in indices]
+    return list(torch.split(scores, sizes))
+
+
 @torch.no_grad()
-def evaluate(model: KGFR, items: Sequence[Prepared], encoder: TextEncoder, device: torch.device, batch_size: int = 64) -> dict:
-    """Hits@1 over all items and over the answerable ones (a gold answer in the subgraph), per hop."""
+def evaluate(model: KGFR, data: PackedQA, device: torch.device, batch_size: int = 64) -> dict:
+    """Hits@1 over all questions and over the answerable ones (a gold answer in the subgraph), per hop."""
     model.eval()
     hits: dict[str, list[bool]] = {}
-    usable = [p for p in items if p.subgraph is not None]
-    for start in range(0, len(usable), batch_size):
-        chunk = usable[start : start + batch_size]
-        batch = make_batch([p.subgraph for p in chunk], question_vectors(encoder, chunk), encoder).to(device)  # type: ignore[misc]
-        scores, _ = model(batch)
-        scores = scores.masked_fill(batch.topic_mask, float("-inf"))  # topic entities are not answers
-        offset = 0
-        for p in chunk:
-            n = p.subgraph.num_nodes  # type: ignore[union-attr]
-            best = int(torch.argmax(scores[offset : offset + n])) if n > len(p.subgraph.topics) else -1  # type: ignore[union-attr]
-            hit = best in p.answers
-            for key in ("all", f"hop{p.example.hop}"):
+    usable = [i for i in range(len(data)) if data.has_subgraph(i)]
+    for chunk in _chunks(usable, batch_size):
+        for i, local in zip(chunk, _local_scores(model, data, chunk, device)):
+            best = int(torch.argmax(local)) if torch.isfinite(local).any() else -1
+            answers = data.answers(i)
+            hit = best in set(answers.tolist())
+            for key in ("all", f"hop{int(data.hop[i])}"):
                 hits.setdefault(key, []).append(hit)
-                if p.answers:
+                if len(answers):
                     hits.setdefault(key + "_answerable", []).append(hit)
-            offset += n
-    missing = len(items) - len(usable)  # no topic entity: a miss
+    missing = len(data) - len(usable)  # no topic entity: a miss
     hits.setdefault("all", []).extend([False] * missing)
     return {key: float(np.mean(v)) for key, v in sorted(hits.items())}
 
 
 def train(
-    train_items: Sequence[Prepared],
-    val_items: Sequence[Prepared],
+    train_data: PackedQA,
+    val_data: PackedQA | None,
     config: TrainConfig,
     out_dir: Path,
-    encoder: TextEncoder | None = None,
+    encoder_name: str = DEFAULT_ENCODER,
     log: Callable[[str], None] = print,
     max_steps: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Adam on eq. 9; keeps the epoch with the best validation Hits@1; returns the history."""
+    """Adam on eq. 9; keeps the epoch with the best validation Hits@1; returns the history.
+    `progress(step_in_epoch, steps_per_epoch)` is called after every step."""
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
     device = pick_device(config.device)
-    encoder = encoder or TextEncoder()
-    model = KGFR(encoder.dim, config.dim, config.layers, config.attn_dim, config.residual, config.norm).to(device)
+    model = KGFR(train_data.question.shape[1], config.dim, config.layers, config.attn_dim, config.residual, config.norm, config.attn_act, config.message).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
-    usable = [p for p in train_items if p.subgraph is not None and p.answers]
+    usable = [i for i in range(len(train_data)) if train_data.has_subgraph(i) and len(train_data.answers(i))]
+    if not usable:
+        raise ValueError("no training question has a gold answer in its subgraph")
     history: list[dict] = []
     best, best_epoch, steps = -1.0, -1, 0
     out_dir.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
     for epoch in range(config.epochs):
+        if config.time_budget is not None and history:
+            spent = time.perf_counter() - began
+            if spent + spent / len(history) > config.time_budget:
+                log(f"time budget: stopping after {len(history)} epochs ({spent:.0f} s of {config.time_budget:.0f} s)")
+                break
         model.train()
-        order = list(range(len(usable)))
+        order = list(usable)
         rng.shuffle(order)
         losses = []
         started = time.perf_counter()
-        for start in range(0, len(order), config.batch_size):
-            chunk = [usable[i] for i in order[start : start + config.batch_size]]
-            batch = make_batch([p.subgraph for p in chunk], question_vectors(encoder, chunk), encoder, [p.answers for p in chunk]).to(device)  # type: ignore[misc]
+        chunks = _chunks(order, config.batch_size)
+        for step, chunk in enumerate(chunks):
+            batch = train_data.batch(chunk, with_answers=True).to(device)
             scores, _ = model(batch)
             loss = kgfr_loss(scores, batch)
             optimiser.zero_grad()
@@ -113,16 +131,18 @@ def train(
             optimiser.step()
             losses.append(float(loss.detach()))
             steps += 1
+            if progress:
+                progress(step + 1, len(chunks))
             if max_steps is not None and steps >= max_steps:
                 break
-        metrics = evaluate(model, val_items, encoder, device) if val_items else {}
+        metrics = evaluate(model, val_data, device) if val_data is not None and len(val_data) else {}
         row = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"), "seconds": time.perf_counter() - started, **{f"val_{k}": v for k, v in metrics.items()}}
         history.append(row)
         log(json.dumps(row))
         score = metrics.get("all", -float(row["loss"]))
         if score > best:
             best, best_epoch = score, epoch
-            save_checkpoint(model, config, encoder, out_dir, history)
+            save_checkpoint(model, config, encoder_name, out_dir, history)
         elif epoch - best_epoch >= config.patience:
             log(f"early stop: no better validation Hits@1 for {config.patience} epochs")
             break
@@ -130,11 +150,12 @@ def train(
             break
     save_history(out_dir, history)
     margin = None
-    if val_items and (out_dir / "model.safetensors").exists():
+    if val_data is not None and len(val_data) and (out_dir / "model.safetensors").exists():
         best_model, _ = load_checkpoint(out_dir, str(device))
-        margin, f1 = choose_margin(best_model, val_items, encoder, device)
+        margin, f1 = choose_margin(best_model, val_data, device)
         meta = json.loads((out_dir / "config.json").read_text())
         meta["margin"], meta["margin_val_f1"] = margin, f1
+        meta["validation_metrics"] = evaluate(best_model, val_data, device)
         (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
         log(f"answer-set margin {margin} (validation F1 {f1:.3f})")
     return {"best_val_hits1": best, "best_epoch": best_epoch + 1, "history": history, "margin": margin}
@@ -144,25 +165,17 @@ MARGINS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0)
 
 
 @torch.no_grad()
-def choose_margin(model: KGFR, items: Sequence[Prepared], encoder: TextEncoder, device: torch.device, batch_size: int = 64) -> tuple[float, float]:
+def choose_margin(model: KGFR, data: PackedQA, device: torch.device, batch_size: int = 64) -> tuple[float, float]:
     """The score margin below the best candidate within which candidates are answers, chosen for the
     best mean F1 on validation (§ issue: "the answer set for F1 is the top candidates within a margin")."""
-    f1s = {m: [] for m in MARGINS}
-    usable = [p for p in items if p.subgraph is not None]
-    for start in range(0, len(usable), batch_size):
-        chunk = usable[start : start + batch_size]
-        batch = make_batch([p.subgraph for p in chunk], question_vectors(encoder, chunk), encoder).to(device)  # type: ignore[misc]
-        scores, _ = model(batch)
-        scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
-        offset = 0
-        for p in chunk:
-            n = p.subgraph.num_nodes  # type: ignore[union-attr]
-            local = scores[offset : offset + n]
-            offset += n
-            gold = set(p.answers)
-            best = float(local.max()) if n else float("-inf")
+    f1s: dict[float, list[float]] = {m: [] for m in MARGINS}
+    usable = [i for i in range(len(data)) if data.has_subgraph(i)]
+    for chunk in _chunks(usable, batch_size):
+        for i, local in zip(chunk, _local_scores(model, data, chunk, device)):
+            gold = set(data.answers(i).tolist())
+            best = float(local.max()) if local.numel() else float("-inf")
             for m in MARGINS:
-                chosen = {int(i) for i in torch.nonzero(local >= best - m).squeeze(-1)} if torch.isfinite(torch.tensor(best)) else set()
+                chosen = {int(k) for k in torch.nonzero(local >= best - m).squeeze(-1)} if np.isfinite(best) else set()
                 hit = len(chosen & gold)
                 f1s[m].append(0.0 if not hit else 2 * hit / (len(chosen) + len(gold)))
     means = {m: float(np.mean(v)) if v else 0.0 for m, v in f1s.items()}
@@ -170,11 +183,11 @@ def choose_margin(model: KGFR, items: Sequence[Prepared], encoder: TextEncoder, 
     return margin, means[margin]
 
 
-def save_checkpoint(model: KGFR, config: TrainConfig, encoder: TextEncoder, out_dir: Path, history: list[dict]) -> None:
+def save_checkpoint(model: KGFR, config: TrainConfig, encoder_name: str, out_dir: Path, history: list[dict]) -> None:
     from safetensors.torch import save_file
 
     save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
-    meta = {"model": model.config, "train": asdict(config), "encoder": encoder.name, "code_version": code_version(), "history": history}
+    meta = {"model": model.config, "train": asdict(config), "encoder": encoder_name, "code_version": code_version(), "history": history}
     (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 

@@ -52,8 +52,10 @@ class Edge:
 
 @dataclass(frozen=True, slots=True)
 class LinkedEntity:
-    """A label the store resolved, with how it matched (``exact`` or ``normalised``)."""
+    """A label the store resolved, with how it matched (``exact``, ``normalised``, or the linker's
+    fallbacks ``fuzzy`` / ``embedding`` with their similarity in ``score``)."""
 
     query: str
     entity: Entity
     match: str
+    score: float = 1.0

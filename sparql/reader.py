@@ -126,6 +126,11 @@ class SparqlReader:
                     preferred.setdefault(row["e"], []).append(row["preferred"])
         return {iri: display_label(iri, plain.get(iri, ()), preferred.get(iri, ())) for iri in iris}
 
+    def label_page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:
+        iri, label = after or ("", "")
+        rows = self._select("label_page", after_iri=escape.literal(iri), after_label=escape.literal(label), limit=escape.integer(limit))
+        return [(row["e"], row["label"]) for row in rows]
+
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], int(r["facts"])) for r in self._select("relations")]
 

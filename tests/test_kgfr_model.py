@@ -114,3 +114,38 @@ def test_shapes_on_real_subgraphs_and_loss_falls(demo_kg, encoder):
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0], losses
     assert np.isfinite(losses).all()
+
+
+def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_path):
+    """`kgqa train --pack-out` / `--pack`: a pack saved to disk and loaded back yields, for any
+    selection of questions, the batch that `make_batch` builds from the subgraphs themselves."""
+    from kgqa.kgfr_data import Prepared
+    from kgqa.kgfr_pack import PackedQA, pack
+    from kgqa.qa_data import QAExample
+
+    store, _ = demo_kg
+    rows = [("who directed Kismet", "Kismet", ["William Dieterle"]), ("what language is Kismet in", "Kismet", ["English"]),
+            ("which films did William Dieterle direct", "William Dieterle", ["Kismet"]), ("no topic here", None, ["x"])]
+    prepared = []
+    for k, (q, topic, gold) in enumerate(rows):
+        example = QAExample(f"q{k}", q, tuple(gold), (topic,) if topic else (), hop=1 + k % 2)
+        sg = retrieve(store, [store.resolve([topic])[topic][0].entity.iri], hops=2, lam=100) if topic else None
+        prepared.append(Prepared(example, sg, locate_answers(sg, gold) if sg else [], True))
+    packed = pack(prepared, encoder, validation=[False, True, False, False], meta='{"seed": 7}')
+    packed.save(tmp_path / "p.npz")
+    loaded = PackedQA.load(tmp_path / "p.npz")
+    assert len(loaded) == 4 and loaded.meta == '{"seed": 7}' and not loaded.has_subgraph(3)
+    for picked in ([0], [2, 0], [0, 1, 2]):
+        ours = loaded.batch(picked, with_answers=True)
+        theirs = make_batch([prepared[i].subgraph for i in picked], encoder.encode([rows[i][0] for i in picked]), encoder,
+                            [prepared[i].answers for i in picked])
+        for field in ("edge_index", "edge_type", "edge_hop", "relation_graph", "node_graph", "topic_mask", "answer_mask"):
+            assert torch.equal(getattr(ours, field), getattr(theirs, field)), field
+        assert torch.allclose(ours.relation_text, theirs.relation_text)
+        assert torch.allclose(ours.question, theirs.question, atol=1e-3)  # float16 in the pack
+    train_part, val_part = loaded.split()
+    assert list(train_part.qid) == ["q0", "q2", "q3"] and list(val_part.qid) == ["q1"]
+    assert torch.equal(val_part.batch([0]).edge_index, loaded.batch([1]).edge_index)
+    (tmp_path / "bad.npz").write_bytes(b"not a pack")
+    with pytest.raises(ValueError, match="bad.npz: not a kgfr-pack"):
+        PackedQA.load(tmp_path / "bad.npz")

@@ -22,3 +22,17 @@ def test_function_words_and_unknown_names_link_nothing(demo_kg):
     store, _ = demo_kg
     assert link(store, "what is the one that was in it").topics == []
     assert link(store, "who directed Zzyzx Qwerty").topics == []
+
+
+def test_misspelled_names_link_through_the_fallbacks(demo_kg):
+    store, _ = demo_kg
+    fuzzy = link(store, "which films did William Dieterel direct")
+    assert fuzzy.iris == [NS.entity("William Dieterle")]
+    assert fuzzy.topics[0].match == "fuzzy" and 0.85 <= fuzzy.topics[0].score < 1.0
+    assert "William Dieterel" in fuzzy.candidates  # the fallback's candidates are in the trace too
+    # word order swapped: too far for string similarity, close in embedding space
+    swapped = link(store, "which films did Dieterle William direct")
+    assert swapped.iris == [NS.entity("William Dieterle")] and swapped.topics[0].match == "embedding"
+    # an exact name is never second-guessed by the fallbacks
+    assert link(store, "who directed Kismet").topics[0].match == "exact"
+    assert link(store, "which films did William Dieterel direct", fallback=False).topics == []
