@@ -3,7 +3,8 @@ MetaQA dev questions (question and relation embeddings precomputed), end to end 
 score) on the embedded store, and peak memory. CPU threads as given (--threads, default all cores);
 CUDA too where present. Prints Markdown tables; saves bench/results/scoring.json.
 
-    .venv/bin/python bench/scoring.py [--questions 256] [--checkpoint DIR]
+    .venv/bin/python bench/scoring.py [--questions 256] [--checkpoint DIR] [--save-packs DIR]
+    python bench/scoring.py --packs DIR          # on a machine without the store (a GPU box)
 """
 
 from __future__ import annotations
@@ -20,13 +21,7 @@ from pathlib import Path
 
 import torch
 
-from kgqa import retrieve
-from kgqa.kgfr_answer import KGFRAnswerer
-from kgqa.kgfr_batch import make_batch
-from kgqa.loaders import load_file
-from kgqa.qa_data import read_qa
-from kgqa.sparql.embedded import EmbeddedWriter
-from kgqa.text import TextEncoder
+from kgqa.kgfr_pack import PackedQA
 
 ROOT = Path(__file__).resolve().parents[1]
 METAQA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -36,67 +31,91 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def scoring_rows(model, packs: dict[int, PackedQA], devices: list[str]) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Questions/s of the model alone (batches already on the device) and with batch assembly."""
+    rows = []
+    for hop, data in packs.items():
+        usable = [i for i in range(len(data)) if data.has_subgraph(i)]
+        sizes = [int(data.num_nodes[i]) for i in usable]
+        edges = [int(data.edge_ptr[i + 1] - data.edge_ptr[i]) for i in usable]
+        for device in devices:
+            model = model.to(device)
+            for batch_size in (1, 32, 128):
+                chunks = [usable[i : i + batch_size] for i in range(0, len(usable), batch_size)]
+                t = time.perf_counter()
+                built = [data.batch(c) for c in chunks]
+                build_s = time.perf_counter() - t
+                batches = [b.to(device) for b in built]
+                with torch.no_grad():
+                    model(batches[0])  # warm-up
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                    t = time.perf_counter()
+                    for b in batches:
+                        model(b)
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                    score_s = time.perf_counter() - t
+                rows.append({
+                    "hops": hop, "device": device, "batch": batch_size, "questions": len(usable),
+                    "nodes_mean": statistics.mean(sizes), "edges_mean": statistics.mean(edges),
+                    "q_per_s": len(usable) / score_s, "q_per_s_with_batching": len(usable) / (score_s + build_s),
+                })
+                print(f"hops={hop} {device} batch={batch_size}: {rows[-1]['q_per_s']:,.0f} q/s", file=sys.stderr)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--questions", type=int, default=256, help="questions per hop")
     ap.add_argument("--checkpoint", type=Path, default=None)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--save-packs", type=Path, help="also write the per-hop subgraphs as packs here (score-<hop>.npz)")
+    ap.add_argument("--packs", type=Path, help="score the packs in this folder only: no store, no encoder (e.g. on a GPU machine)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scoring.json")
     args = ap.parse_args()
-    if not METAQA.exists():
-        print(f"needs {METAQA}", file=sys.stderr)
-        return 2
     if args.threads:
         torch.set_num_threads(args.threads)
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    rows, e2e = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        writer = EmbeddedWriter.open(Path(tmp) / "store", "metaqa")
-        load_file(writer, METAQA / "kb_reconstructed.txt")
-        store = writer.reader()
-        encoder = TextEncoder()
-        answerer = KGFRAnswerer(store, args.checkpoint, encoder)
-        for hop in (1, 2, 3):
-            examples = random.Random(hop).sample(read_qa(METAQA / f"{hop}-hop" / "qa_dev.txt"), args.questions)
-            found = store.resolve(sorted({t for e in examples for t in e.topics}))
-            items = [(e, [found[t][0].entity.iri for t in e.topics if found.get(t)]) for e in examples]
-            items = [(e, t) for e, t in items if t]
-            subgraphs = [retrieve(store, topics, hops=hop, lam=100) for _, topics in items]
-            qv = encoder.encode([e.question for e, _ in items])
-            for sg in subgraphs:  # relation embeddings cached before timing
-                make_batch([sg], qv[:1], encoder)
-            for device in devices:
-                model = answerer.model.to(device)
-                for batch_size in (1, 32, 128):
-                    batches = [make_batch(subgraphs[i : i + batch_size], qv[i : i + batch_size], encoder).to(device) for i in range(0, len(subgraphs), batch_size)]
-                    t = time.perf_counter()
-                    built = [make_batch(subgraphs[i : i + batch_size], qv[i : i + batch_size], encoder) for i in range(0, len(subgraphs), batch_size)]
-                    build_s = time.perf_counter() - t
-                    with torch.no_grad():
-                        model(batches[0])  # warm-up
-                        if device == "cuda":
-                            torch.cuda.synchronize()
-                        t = time.perf_counter()
-                        for b in batches:
-                            model(b)
-                        if device == "cuda":
-                            torch.cuda.synchronize()
-                        score_s = time.perf_counter() - t
-                    rows.append({
-                        "hops": hop, "device": device, "batch": batch_size, "questions": len(subgraphs),
-                        "nodes_mean": statistics.mean(sg.num_nodes for sg in subgraphs), "edges_mean": statistics.mean(sg.num_edges for sg in subgraphs),
-                        "q_per_s": len(subgraphs) / score_s, "q_per_s_with_batching": len(subgraphs) / (score_s + build_s),
-                    })
-                    print(f"hops={hop} {device} batch={batch_size}: {rows[-1]['q_per_s']:,.0f} q/s", file=sys.stderr)
-                    del built
-            answerer.model.to("cpu")
-            times = {"link": [], "retrieve": [], "score": [], "total": []}
-            for e, _ in items[:64]:
-                result = answerer.answer(e.question)
-                for stage in times:
-                    times[stage].append(result.seconds.get(stage, 0.0))
-            e2e.append({"hops_of_question": hop, "questions": len(times["total"]), **{f"{k}_ms_p50": 1000 * statistics.median(v) for k, v in times.items()},
-                        "q_per_s": len(times["total"]) / sum(times["total"])})
+    e2e: list[dict] = []
+    if args.packs:  # the store, loaders and encoder are not imported: a GPU box may lack them
+        from kgqa.train import load_checkpoint
+
+        model, _ = load_checkpoint(args.checkpoint or Path(__file__).resolve().parents[1] / "engine" / "checkpoints" / "kgfr-metaqa", "cpu")
+        rows = scoring_rows(model, {hop: PackedQA.load(args.packs / f"score-{hop}.npz") for hop in (1, 2, 3)}, devices)
+    else:
+        from kgqa.kgfr_answer import KGFRAnswerer
+        from kgqa.kgfr_data import prepare
+        from kgqa.kgfr_pack import pack
+        from kgqa.loaders import load_file
+        from kgqa.qa_data import read_qa
+        from kgqa.sparql.embedded import EmbeddedWriter
+        from kgqa.text import TextEncoder
+
+        if not METAQA.exists():
+            print(f"needs {METAQA}", file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory() as tmp:
+            writer = EmbeddedWriter.open(Path(tmp) / "store", "metaqa")
+            load_file(writer, METAQA / "kb_reconstructed.txt")
+            store = writer.reader()
+            encoder = TextEncoder()
+            answerer = KGFRAnswerer(store, args.checkpoint, encoder)
+            packs = {}
+            for hop in (1, 2, 3):
+                examples = random.Random(hop).sample(read_qa(METAQA / f"{hop}-hop" / "qa_dev.txt"), args.questions)
+                # subgraphs of the question's own depth (λ=100), not the 3-hop ones training uses
+                packs[hop] = pack(prepare(store, examples, hop, 100), encoder)
+                if args.save_packs:
+                    packs[hop].save(args.save_packs / f"score-{hop}.npz")
+                times = {"link": [], "retrieve": [], "score": [], "total": []}
+                for e in examples[:64]:
+                    result = answerer.answer(e.question)
+                    for stage in times:
+                        times[stage].append(result.seconds.get(stage, 0.0))
+                e2e.append({"hops_of_question": hop, "questions": len(times["total"]), **{f"{k}_ms_p50": 1000 * statistics.median(v) for k, v in times.items()},
+                            "q_per_s": len(times["total"]) / sum(times["total"])})
+            rows = scoring_rows(answerer.model, packs, devices)
     print(f"\n## Batched KGFR scoring (questions/s; {torch.get_num_threads()} CPU threads; embeddings precomputed)\n")
     print("| subgraph hops (λ=100) | device | batch | questions | nodes (mean) | edges (mean) | q/s (model) | q/s (incl. batch assembly) |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")

@@ -169,14 +169,15 @@ def train(
     validation: Annotated[float, typer.Option("--validation", min=0.01, max=0.5)] = 0.1,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     epochs: Annotated[int, typer.Option("--epochs", min=1)] = 20,
-    patience: Annotated[int, typer.Option("--patience", min=1)] = 3,
+    patience: Annotated[int, typer.Option("--patience", min=1)] = 5,
     lr: Annotated[float, typer.Option("--lr")] = 1e-3,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
+    lr_decay: Annotated[float, typer.Option("--lr-decay", min=0.01, max=1.0, help="Multiply the learning rate by this after two epochs without a better validation Hits@1 (1: off)")] = 0.5,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
     residual: Annotated[bool, typer.Option("--residual/--no-residual", help="Deviation from eq. 3: add e(i) to the layer's output")] = True,
     norm: Annotated[bool, typer.Option("--norm/--no-norm", help="Deviation from eq. 3: LayerNorm + ReLU after each layer")] = True,
     attn_dim: Annotated[int, typer.Option("--attn-dim", min=1, help="d_attn of eq. 5")] = 4,
     attn_act: Annotated[str, typer.Option("--attn-act", help="g of eq. 5: relu (paper) | leaky_relu")] = "relu",
-    message: Annotated[str, typer.Option("--message", help="eq. 4 message: sum = α(s + r) (paper) | product = α(s ⊙ r)")] = "sum",
+    message: Annotated[str, typer.Option("--message", help="eq. 4 message: sum = α(s + r) (paper) | product = α(s ⊙ r) (the bundled checkpoint's; see kgqa.kgfr)")] = "product",
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
     time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it")] = None,
     cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
@@ -203,7 +204,7 @@ def train(
         if out_dir is None:
             return
         train_part, val_part = data.split()
-        config = TrainConfig(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, residual=residual, norm=norm, seed=seed, device=device,
+        config = TrainConfig(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, residual=residual, norm=norm, seed=seed, device=device, lr_decay=lr_decay,
                              attn_dim=attn_dim, attn_act=attn_act, message=message, split=json.loads(data.meta),
                              time_budget=time_budget * 60 if time_budget else None)
         with _bar("training", 1) as bar:

@@ -19,7 +19,7 @@ from kgqa.kgfr_batch import relation_texts
 from kgqa.kgfr_data import Prepared
 from kgqa.text import TextEncoder
 
-FORMAT = "kgfr-pack/1"
+FORMAT = "kgfr-pack/2"
 
 
 def _ptr(lengths: Sequence[int]) -> np.ndarray:
@@ -33,7 +33,8 @@ class PackedQA:
 
     qid: np.ndarray  # str [Q]
     hop: np.ndarray  # int8 [Q], 0 = unknown
-    question: np.ndarray  # float16 [Q, D]
+    question: np.ndarray  # int8 [Q, D]: unit vectors quantised per row (error < 0.4 % of the largest component)
+    question_scale: np.ndarray  # float32 [Q]: question[i] * question_scale[i] ≈ the embedding
     num_nodes: np.ndarray  # int32 [Q], 0 = no subgraph (no topic resolved)
     answers_in_kb: np.ndarray  # bool [Q]
     edge_ptr: np.ndarray
@@ -63,6 +64,10 @@ class PackedQA:
 
     def topics(self, i: int) -> np.ndarray:
         return self.topic_idx[self.topic_ptr[i] : self.topic_ptr[i + 1]]
+
+    def question_vectors(self, indices: Sequence[int]) -> np.ndarray:
+        idx = np.asarray(indices, dtype=np.int64)
+        return self.question[idx].astype(np.float32) * self.question_scale[idx, None]
 
     def batch(self, indices: Sequence[int], with_answers: bool = False) -> KGFRBatch:
         """The KGFRBatch of questions `indices` (each with a subgraph), both directions of each fact."""
@@ -102,7 +107,7 @@ class PackedQA:
             relation_graph=torch.from_numpy(np.concatenate(rel_graph)),
             node_graph=torch.from_numpy(np.concatenate(node_graph)),
             topic_mask=torch.from_numpy(topic_mask),
-            question=torch.from_numpy(self.question[np.asarray(indices)].astype(np.float32)),
+            question=torch.from_numpy(self.question_vectors(indices)),
             answer_mask=torch.from_numpy(answer_mask) if answer_mask is not None else None,
         )
 
@@ -120,7 +125,7 @@ class PackedQA:
         rel_ptr, rel_vocab = ranges(self.rel_ptr, self.rel_vocab)
         topic_ptr, topic_idx = ranges(self.topic_ptr, self.topic_idx)
         answer_ptr, answer_idx = ranges(self.answer_ptr, self.answer_idx)
-        return PackedQA(self.qid[idx], self.hop[idx], self.question[idx], self.num_nodes[idx], self.answers_in_kb[idx],
+        return PackedQA(self.qid[idx], self.hop[idx], self.question[idx], self.question_scale[idx], self.num_nodes[idx], self.answers_in_kb[idx],
                         edge_ptr, *edges, rel_ptr, rel_vocab, self.rel_text, self.rel_text_vectors, topic_ptr, topic_idx, answer_ptr, answer_idx,
                         self.validation[idx], self.meta)
 
@@ -128,11 +133,23 @@ class PackedQA:
         """(training part, validation part)."""
         return self.subset(np.flatnonzero(~self.validation)), self.subset(np.flatnonzero(self.validation))
 
+    def compact(self) -> "PackedQA":
+        """The same pack with node ids and types in the narrowest integer types that hold them
+        (a MetaQA pack: 71 → 49 MB on disk)."""
+        def narrow(values: np.ndarray) -> np.ndarray:
+            top = int(values.max()) if values.size else 0
+            return values.astype(next(t for t in (np.int8, np.int16, np.int32, np.int64) if top <= np.iinfo(t).max))
+
+        fields = dict(self.__dict__)
+        for name in ("edge_head", "edge_tail", "edge_type", "topic_idx", "answer_idx"):
+            fields[name] = narrow(fields[name])
+        return PackedQA(**fields)
+
     def save(self, path: str | Path) -> None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp.npz")
-        arrays = {k: (np.array(v) if k == "meta" else v) for k, v in self.__dict__.items()}
+        arrays = {k: (np.array(v) if k == "meta" else v) for k, v in self.compact().__dict__.items()}
         np.savez_compressed(tmp, format=np.array(FORMAT), **arrays)
         tmp.replace(path)
 
@@ -152,6 +169,12 @@ class PackedQA:
             fields = {name: data[name] for name in cls.__dataclass_fields__}
             fields["meta"] = str(fields["meta"])
             return cls(**fields)
+
+
+def _quantised(vectors: np.ndarray) -> dict[str, np.ndarray]:
+    scale = np.maximum(np.abs(vectors).max(axis=1), 1e-12) / 127.0 if len(vectors) else np.zeros(0)
+    return {"question": np.round(vectors / scale[:, None]).astype(np.int8) if len(vectors) else np.zeros((0, vectors.shape[1]), np.int8),
+            "question_scale": scale.astype(np.float32)}
 
 
 def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[bool] | None = None, meta: str = "{}",
@@ -178,7 +201,7 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
     return PackedQA(
         qid=np.array([p.example.qid for p in items]),
         hop=np.array([p.example.hop or 0 for p in items], dtype=np.int8),
-        question=encoder.encode([p.example.question for p in items]).astype(np.float16),
+        **_quantised(encoder.encode([p.example.question for p in items])),
         num_nodes=np.array(num_nodes, dtype=np.int32),
         answers_in_kb=np.array([p.answers_in_kb for p in items], dtype=bool),
         edge_ptr=_ptr([len(h) for h in heads]),

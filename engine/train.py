@@ -31,6 +31,7 @@ class TrainConfig:
     attn_act: str = "relu"
     message: str = "sum"
     lr: float = 1e-3
+    lr_decay: float = 0.5  # the learning rate is multiplied by this after two epochs that did not improve validation Hits@1 (1.0: off)
     batch_size: int = 16
     epochs: int = 20
     patience: int = 3
@@ -57,10 +58,13 @@ def _chunks(items: Sequence[int], size: int) -> list[list[int]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def _local_scores(model: KGFR, data: PackedQA, indices: list[int], device: torch.device) -> list[torch.Tensor]:
-    """Per question, the scores of its nodes (topic entities at -inf: they are not answers)."""
+def _local_scores(model: KGFR, data: PackedQA, indices: list[int], device: torch.device, alphas: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """Per question, the scores of its nodes (topic entities at -inf: they are not answers).
+    With `alphas`, each layer's edge attention is appended to it."""
     batch = data.batch(indices).to(device)
-    scores, _ = model(batch)
+    scores, attention = model(batch, keep_attention=alphas is not None)
+    if alphas is not None:
+        alphas += [a.cpu() for a in attention]
     scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
     sizes = [int(data.num_nodes[i]) for i in indices]
     return list(torch.split(scores, sizes))
@@ -68,12 +72,14 @@ def _local_scores(model: KGFR, data: PackedQA, indices: list[int], device: torch
 
 @torch.no_grad()
 def evaluate(model: KGFR, data: PackedQA, device: torch.device, batch_size: int = 64) -> dict:
-    """Hits@1 over all questions and over the answerable ones (a gold answer in the subgraph), per hop."""
+    """Hits@1 over all questions and over the answerable ones (a gold answer in the subgraph), per hop;
+    and the spread of the attention α (eq. 5) over the edges: a std near 0 means the gate is dead."""
     model.eval()
     hits: dict[str, list[bool]] = {}
+    alphas: list[torch.Tensor] = []
     usable = [i for i in range(len(data)) if data.has_subgraph(i)]
     for chunk in _chunks(usable, batch_size):
-        for i, local in zip(chunk, _local_scores(model, data, chunk, device)):
+        for i, local in zip(chunk, _local_scores(model, data, chunk, device, alphas)):
             best = int(torch.argmax(local)) if torch.isfinite(local).any() else -1
             answers = data.answers(i)
             hit = best in set(answers.tolist())
@@ -83,7 +89,11 @@ def evaluate(model: KGFR, data: PackedQA, device: torch.device, batch_size: int 
                     hits.setdefault(key + "_answerable", []).append(hit)
     missing = len(data) - len(usable)  # no topic entity: a miss
     hits.setdefault("all", []).extend([False] * missing)
-    return {key: float(np.mean(v)) for key, v in sorted(hits.items())}
+    metrics = {key: float(np.mean(v)) for key, v in sorted(hits.items())}
+    if alphas:
+        every = torch.cat(alphas)
+        metrics["alpha_mean"], metrics["alpha_std"] = float(every.mean()), float(every.std())
+    return metrics
 
 
 def train(
@@ -103,6 +113,7 @@ def train(
     device = pick_device(config.device)
     model = KGFR(train_data.question.shape[1], config.dim, config.layers, config.attn_dim, config.residual, config.norm, config.attn_act, config.message).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimiser, mode="max", factor=config.lr_decay, patience=1) if config.lr_decay < 1 else None
     usable = [i for i in range(len(train_data)) if train_data.has_subgraph(i) and len(train_data.answers(i))]
     if not usable:
         raise ValueError("no training question has a gold answer in its subgraph")
@@ -136,10 +147,13 @@ def train(
             if max_steps is not None and steps >= max_steps:
                 break
         metrics = evaluate(model, val_data, device) if val_data is not None and len(val_data) else {}
-        row = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"), "seconds": time.perf_counter() - started, **{f"val_{k}": v for k, v in metrics.items()}}
+        row = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"), "seconds": time.perf_counter() - started,
+               "lr": optimiser.param_groups[0]["lr"], **{f"val_{k}": v for k, v in metrics.items()}}
         history.append(row)
         log(json.dumps(row))
         score = metrics.get("all", -float(row["loss"]))
+        if plateau is not None:
+            plateau.step(score)
         if score > best:
             best, best_epoch = score, epoch
             save_checkpoint(model, config, encoder_name, out_dir, history)

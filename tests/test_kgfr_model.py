@@ -142,7 +142,7 @@ def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_pa
         for field in ("edge_index", "edge_type", "edge_hop", "relation_graph", "node_graph", "topic_mask", "answer_mask"):
             assert torch.equal(getattr(ours, field), getattr(theirs, field)), field
         assert torch.allclose(ours.relation_text, theirs.relation_text)
-        assert torch.allclose(ours.question, theirs.question, atol=1e-3)  # float16 in the pack
+        assert torch.allclose(ours.question, theirs.question, atol=5e-3)  # quantised to int8 in the pack
     train_part, val_part = loaded.split()
     assert list(train_part.qid) == ["q0", "q2", "q3"] and list(val_part.qid) == ["q1"]
     assert torch.equal(val_part.batch([0]).edge_index, loaded.batch([1]).edge_index)
