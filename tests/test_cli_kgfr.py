@@ -48,6 +48,26 @@ def test_train_writes_a_checkpoint_with_its_provenance(trained):
     assert meta["code_version"] and "margin" in meta and len(meta["history"]) >= 1
 
 
+def test_train_in_two_steps_through_a_pack(trained):
+    """`--pack-out` where the store is, `--pack` where the GPU is: the second step needs no store and
+    records the same split; bad combinations and bad packs are refused with a reason."""
+    url, qa, _, tmp = trained
+    packed = tmp / "data.npz"
+    first = kgqa("train", str(qa), "--store", url, "--pack-out", str(packed), "--cache-dir", str(tmp / "cache"))
+    assert first.returncode == 0 and packed.exists(), first.stderr[-2000:]
+    second = kgqa("train", "--pack", str(packed), "--out", str(tmp / "ckpt2"), "--epochs", "1", "--device", "cpu")
+    assert second.returncode == 0, second.stderr[-2000:]
+    meta = json.loads((tmp / "ckpt2" / "config.json").read_text())
+    original = json.loads((tmp / "ckpt" / "config.json").read_text())
+    assert meta["train"]["split"]["validation_qids"] == original["train"]["split"]["validation_qids"]
+    assert meta["model"]["message"] == "product" and "lr" in meta["history"][0]
+    both = kgqa("train", str(qa), "--pack", str(packed), "--out", str(tmp / "x"))
+    assert both.returncode == 2 and "not both" in both.stderr
+    (tmp / "junk.npz").write_text("junk")
+    junk = kgqa("train", "--pack", str(tmp / "junk.npz"), "--out", str(tmp / "y"))
+    assert junk.returncode == 2 and "not a kgfr-pack" in junk.stderr and "Traceback" not in junk.stderr
+
+
 def test_ask_answers_with_evidence(trained):
     url, _, ckpt, _ = trained
     result = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt), "--json")

@@ -53,6 +53,28 @@ def test_alpha_and_score_match_a_hand_computation():
     assert scores.tolist() == pytest.approx([alpha_rev * (0.2 * u + 0.3 * v), alpha_fwd * 1.5 * u], rel=1e-5)
 
 
+def test_product_message_and_leaky_gate_match_a_hand_computation():
+    """The deviations the bundled checkpoint uses (message α(s ⊙ r)) or may use (leaky ReLU in eq. 5)."""
+    model = KGFR(text_dim=2, layers=1, attn_dim=1, message="product", attn_act="leaky_relu")
+    layer = model.layers[0]
+    with torch.no_grad():
+        layer.w1.weight.copy_(torch.tensor([[1.0, 0, 0, 0], [0, 1.0, 0, 0]]))  # r' = r
+        layer.w2.weight.copy_(torch.eye(2))
+        layer.w3.weight.fill_(1.0)
+        layer.w4.weight.copy_(torch.tensor([[-1.0, -1.0]]))  # a negative gate input: leaky, not zero
+        layer.w5.weight.zero_()
+        layer.w6.weight.zero_()
+        model.w7.weight.copy_(torch.tensor([[2.0, -1.0]]))
+    scores, attention = model(_tiny_batch(), keep_attention=True)
+    sigmoid = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    alpha_fwd, alpha_rev = sigmoid(0.2 * -2.0), sigmoid(0.0)  # leaky_relu(-2) = -0.4; s = 0 for the reverse edge
+    assert attention[0].tolist() == pytest.approx([alpha_fwd, alpha_rev], rel=1e-5)
+    # node 1 gets α (1_d ⊙ r) = α (0.5, -1); node 0 gets α' (0_d ⊙ r⁻¹) = 0: an unreached node sends nothing
+    assert scores.tolist() == pytest.approx([0.0, alpha_fwd * (2.0 * 0.5 + 1.0)], rel=1e-5)
+    with pytest.raises(ValueError, match="message"):
+        KGFR(text_dim=2, message="concat")
+
+
 def test_progressive_propagation_uses_only_facts_within_i_hops():
     batch = _tiny_batch()
     batch.edge_hop = torch.tensor([2, 2])  # reached at hop 2: layer 1 must not see it
