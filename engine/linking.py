@@ -16,7 +16,7 @@ from kgqa.types import Entity, LinkedEntity
 
 _TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*|[^\w\s]", re.UNICODE)
 MAX_NGRAM = 10
-FALLBACK_NGRAM = 6  # longest span the fallbacks try
+FALLBACK_NGRAM = 8  # longest span the fallbacks try
 FUZZY_THRESHOLD = 0.85  # difflib ratio on normalised labels
 FUZZY_THRESHOLD_ONE_WORD = 0.9  # one word has more near neighbours ("william" ~ "gilliam": 0.857)
 EMBEDDING_THRESHOLD = 0.9  # cosine of sentence embeddings
@@ -30,7 +30,8 @@ STOPWORDS = frozenset(
     could i me my we our you your he him his she her it its they them their what which who whom whose
     this that these those am also as s t don did does was were whats who's what's which's
     movie movies film films acted starred directed wrote written released release year years language
-    languages genre genres type types tag tags described share same person people""".split()
+    languages genre genres type types tag tags described share same person people actor actors actress
+    actresses director directors writer writers screenwriter screenwriters stars""".split()
 )
 
 
@@ -66,60 +67,70 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     """Topic entities of a question, from one `resolve` call. A span matches when the store resolves
     it; longer spans beat shorter ones, exact matches beat normalised ones, earlier spans beat later
     ones; spans never overlap; name-like spans beat lone lower-case words (see below). With no
-    name-like match, `fallback` tries fuzzy and then embedding matches (`encoder`: a TextEncoder)."""
+    several-word match, `fallback` tries fuzzy and then embedding matches (`encoder`: a TextEncoder)."""
     spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2]))]
     found = store.resolve(sorted({text for _, _, text in spans}))
     matched = [(i, j, text) for i, j, text in spans if found.get(text)]
     ranked = sorted(matched, key=lambda s: (-(s[1] - s[0]), found[s[2]][0].match != "exact", s[0]))
-    taken: set[int] = set()
-    topics: list[LinkedEntity] = []
-    for i, j, text in ranked:
-        if taken & set(range(i, j)):
-            continue
-        taken |= set(range(i, j))
-        topics.append(found[text][0])
+    chosen = _non_overlapping([(i, j, found[text][0]) for i, j, text in ranked])
+    candidates = {text: found[text] for _, _, text in matched}
+    # Misspellings: the fallbacks look at the spans that matched nothing as written. Where a name
+    # did match, a fuzzy match counts only if it extends that name's span ("Carve Heer Name with
+    # Pride" → the film "Carve Her Name with Pride", not "Pride"); where nothing matched at all,
+    # any fuzzy match counts, and failing those the best embedding match.
+    if fallback:
+        index = index_for(store)
+        if index is not None:
+            written = {text for _, _, text in matched}
+            rescued = _fallback(index, [s for s in spans if s[2] not in written], encoder, candidates, embedding=not chosen)
+            names = [(i, j) for i, j, hit in chosen if _name_like(hit.query)]
+            if names:
+                rescued = [(a, b, hit) for a, b, hit in rescued if any(a <= i and j <= b and b - a > j - i for i, j in names)]
+            kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b and b - a > j - i for a, b, _ in rescued)]
+            chosen = kept + [(a, b, hit) for a, b, hit in rescued if not any(i < b and a < j for i, j, _ in kept)]
+    topics = [hit for _, _, hit in chosen]
     # A span written like a name (several words, or a capitalised word) outranks a lone lower-case
     # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
     # when the question has no name-like match at all ("who directed kismet").
     named = [hit for hit in topics if _name_like(hit.query)]
-    candidates = {text: found[text] for _, _, text in matched}
-    if not named and fallback:
-        index = index_for(store)
-        if index is not None:
-            rescued = _fallback(index, spans, encoder, candidates)
-            named = [hit for hit in rescued if _name_like(hit.query)] or rescued
     topics = named or topics
     topics.sort(key=lambda hit: question.find(hit.query))
     return Linking(topics, candidates)
 
 
-def _fallback(index: LabelIndex, spans: list[tuple[int, int, str]], encoder, candidates: dict[str, list[LinkedEntity]]) -> list[LinkedEntity]:  # type: ignore[no-untyped-def]
+def _non_overlapping(ranked: list[tuple[int, int, LinkedEntity]]) -> list[tuple[int, int, LinkedEntity]]:
+    """Greedy, in the given order of preference: a span is kept unless it overlaps one kept before."""
+    taken: set[int] = set()
+    kept = []
+    for i, j, hit in ranked:
+        if taken & set(range(i, j)):
+            continue
+        taken |= set(range(i, j))
+        kept.append((i, j, hit))
+    return kept
+
+
+def _fallback(index: LabelIndex, spans: list[tuple[int, int, str]], encoder, candidates: dict[str, list[LinkedEntity]],  # type: ignore[no-untyped-def]
+              embedding: bool = True) -> list[tuple[int, int, LinkedEntity]]:
     """Fuzzy matches of the question's spans (best similarity first, then longer spans, no overlaps);
-    if none, the single best embedding match. Every match found is added to `candidates`."""
+    if none (and `embedding`), the single best embedding match. Every match found is added to `candidates`."""
     short = [s for s in spans if s[1] - s[0] <= FALLBACK_NGRAM]
-    scored: list[tuple[float, int, int, str, LinkedEntity]] = []
+    scored: list[tuple[float, int, int, LinkedEntity]] = []
     for i, j, text in short:
         threshold = FUZZY_THRESHOLD if j - i > 1 else FUZZY_THRESHOLD_ONE_WORD
         hits = [LinkedEntity(text, Entity(m.iri, m.label), "fuzzy", m.score) for m in index.fuzzy(text, threshold=threshold)]
         if hits:
             candidates[text] = hits
-            scored.append((hits[0].score, i, j, text, hits[0]))
-    if not scored and short:
+            scored.append((hits[0].score, i, j, hits[0]))
+    if not scored and short and embedding:
         encoder = encoder or _shared_encoder()
         for (i, j, text), m in zip(short, index.nearest([s[2] for s in short], encoder, EMBEDDING_THRESHOLD)):
             if m is not None:
                 hit = LinkedEntity(text, Entity(m.iri, m.label), "embedding", m.score)
                 candidates[text] = [hit]
-                scored.append((m.score, i, j, text, hit))
+                scored.append((m.score, i, j, hit))
         scored = sorted(scored, key=lambda s: -s[0])[:1]
-    taken: set[int] = set()
-    chosen = []
-    for _, i, j, _, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1])):
-        if taken & set(range(i, j)):
-            continue
-        taken |= set(range(i, j))
-        chosen.append(hit)
-    return chosen
+    return _non_overlapping([(i, j, hit) for _, i, j, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1]))])
 
 
 @functools.cache

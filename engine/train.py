@@ -175,7 +175,7 @@ def train(
     return {"best_val_hits1": best, "best_epoch": best_epoch + 1, "history": history, "margin": margin}
 
 
-MARGINS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0)
+MARGINS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0)
 
 
 @torch.no_grad()
