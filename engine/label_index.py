@@ -27,6 +27,8 @@ from kgqa.store import GraphStore
 
 PAGE = 5000  # below Virtuoso's default 10,000-row cap
 MAX_LABELS = 2_000_000  # a larger KG gets no local index: the fallbacks are then skipped
+TOP = 30  # candidates by shared trigrams that get the exact similarity
+MIN_DICE = 0.4  # fewer shared trigrams than this: not a misspelling of each other
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class LabelIndex:
 
     def fuzzy(self, text: str, k: int = 5, threshold: float = 0.85) -> list[LabelMatch]:
         """Labels whose normalised form is at least `threshold` similar to `text`'s (difflib ratio),
-        best first; candidates are the 50 labels sharing the most trigrams (Dice coefficient)."""
+        best first; candidates are the `TOP` labels sharing the most trigrams (Dice coefficient)."""
         key = normalise_label(text)
         grams = _trigrams(key)
         lists = [self._postings[g] for g in grams if g in self._postings]
@@ -72,12 +74,19 @@ class LabelIndex:
             return []
         shared = np.bincount(np.concatenate(lists), minlength=len(self.labels))
         dice = 2.0 * shared / (self._sizes + len(grams))
-        top = np.argsort(-dice)[:50]
+        top = np.argpartition(-dice, min(TOP, len(dice) - 1))[:TOP]
         found = []
-        for i in top:
-            if dice[i] < 0.4:
+        for i in top[np.argsort(-dice[top])]:
+            if dice[i] < MIN_DICE:
                 break
-            ratio = difflib.SequenceMatcher(None, key, self.keys[i], autojunk=False).ratio()
+            other = self.keys[i]
+            if 2.0 * min(len(key), len(other)) / (len(key) + len(other)) < threshold:  # ratio's bound by length
+                continue
+            matcher = difflib.SequenceMatcher(None, key, other, autojunk=False)
+            # the cheap upper bounds first (difflib's documented pattern)
+            if matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold:
+                continue
+            ratio = matcher.ratio()
             if ratio >= threshold:
                 found.append(LabelMatch(self.iris[i], self.labels[i], ratio))
         found.sort(key=lambda m: (-m.score, m.label))

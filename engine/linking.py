@@ -6,11 +6,13 @@ stay in the trace."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from dataclasses import dataclass, field
 
 from kgqa.label_index import LabelIndex, index_for
+from kgqa.labels import normalise_label
 from kgqa.store import GraphStore
 from kgqa.types import Entity, LinkedEntity
 
@@ -84,10 +86,10 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
             written = {text for _, _, text in matched}
             rescued = _fallback(index, [s for s in spans if s[2] not in written], encoder, candidates, embedding=not chosen)
             names = [(i, j) for i, j, hit in chosen if _name_like(hit.query)]
-            if names:
-                rescued = [(a, b, hit) for a, b, hit in rescued if any(a <= i and j <= b and b - a > j - i for i, j in names)]
-            kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b and b - a > j - i for a, b, _ in rescued)]
-            chosen = kept + [(a, b, hit) for a, b, hit in rescued if not any(i < b and a < j for i, j, _ in kept)]
+            rescued = [(a, b, hit) for a, b, hit in rescued
+                       if all(_extends(a, b, hit, i, j, old) for i, j, old in chosen if a < j and i < b) and (not names or any(a < j and i < b for i, j in names))]
+            kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b for a, b, _ in rescued)]
+            chosen = kept + rescued
     topics = [hit for _, _, hit in chosen]
     # A span written like a name (several words, or a capitalised word) outranks a lone lower-case
     # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
@@ -96,6 +98,25 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     topics = named or topics
     topics.sort(key=lambda hit: question.find(hit.query))
     return Linking(topics, candidates)
+
+
+def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntity) -> bool:
+    """Whether the fuzzy match `hit` over tokens a..b may replace the match as written `old` over
+    i..j: it covers more words, names another, longer-labelled entity, and reads as that label with
+    one misspelt word — a longer span over the same name ("in Swiss Family Robinson") or a word of
+    context ("the movie Parade" ≠ "The Love Parade") is not a correction."""
+    return (a <= i and j <= b and b - a > j - i and hit.entity.iri != old.entity.iri
+            and len(hit.entity.label) > len(old.entity.label) and _one_word_misspelt(hit.query, hit.entity.label))
+
+
+def _one_word_misspelt(span: str, label: str) -> bool:
+    """Same number of words, all equal (normalised) but one, and that one alike (ratio ≥ 0.7)."""
+    ours = [normalise_label(w) for w in _TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
+    theirs = [normalise_label(w) for w in _TOKEN.findall(label) if any(ch.isalnum() for ch in w)]
+    if len(ours) != len(theirs):
+        return False
+    differ = [(x, y) for x, y in zip(ours, theirs) if x != y]
+    return len(differ) <= 1 and all(difflib.SequenceMatcher(None, x, y).ratio() >= 0.7 for x, y in differ)
 
 
 def _non_overlapping(ranked: list[tuple[int, int, LinkedEntity]]) -> list[tuple[int, int, LinkedEntity]]:
