@@ -64,7 +64,7 @@ class KGFRResult:
         return Answer(
             self.question, "kgfr",
             answers=[AnswerItem(c.label, c.iri, c.label, "ranked", c.score) for c in self.answers],
-            topics=[{k: t[k] for k in ("query", "iri", "label", "match")} for t in self.topics],
+            topics=[dict(t) for t in self.topics],
             evidence=Evidence(
                 candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in self.candidates],
                 facts=[say(f) for c in self.answers for f in c.facts[:3]],
