@@ -83,7 +83,7 @@ def map_answers(text: str, store: GraphStore, subgraph: Subgraph | None = None) 
             continue
         if linked_budget > 0:
             linked_budget -= 1
-            topics = link(store, item).topics
+            topics = link(store, item, fallback=False).topics
             if topics:
                 out.append(AnswerItem(item, topics[0].entity.iri, topics[0].entity.label, "linked"))
                 continue

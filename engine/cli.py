@@ -189,10 +189,18 @@ def train(
     from kgqa.kgfr_pack import PackedQA
     from kgqa.train import TrainConfig, train as run_training
 
-    if (pack_in is None) == (not qa):
+    if pack_in is not None and qa:
         _fail("give QA files (with a store) or --pack FILE, not both")
+    if pack_in is None and not qa:
+        _fail("nothing to train on: give QA files (with a store) or --pack FILE")
+    if pack_in is not None and pack_out is not None:
+        _fail("--pack-out writes a pack from QA files; with --pack there is nothing to pack")
     if out_dir is None and pack_out is None:
         _fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
+    from kgqa.kgfr import ATTN_ACTIVATIONS, MESSAGES
+
+    if attn_act not in ATTN_ACTIVATIONS or message not in MESSAGES:
+        _fail(f"--attn-act must be one of {', '.join(ATTN_ACTIVATIONS)} and --message one of {', '.join(MESSAGES)}")
     try:
         if pack_in is not None:
             data = PackedQA.load(pack_in)

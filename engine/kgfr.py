@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
 ATTN_ACTIVATIONS = {"relu": torch.relu, "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.2)}
+MESSAGES = ("sum", "product")  # eq. 4's α(s + r), or α(s ⊙ r) (see KGFR)
 
 
 @dataclass
@@ -49,7 +50,7 @@ class KGFRLayer(MessagePassing):
         super().__init__(aggr="add")
         if attn_act not in ATTN_ACTIVATIONS:
             raise ValueError(f"attn_act must be one of {sorted(ATTN_ACTIVATIONS)}, not {attn_act!r}")
-        if message not in ("sum", "product"):
+        if message not in MESSAGES:
             raise ValueError(f"message must be 'sum' (eq. 4) or 'product', not {message!r}")
         self.attn_act = ATTN_ACTIVATIONS[attn_act]
         self.message_kind = message

@@ -84,6 +84,3 @@ def prepare(
         tmp.replace(cache)
     return out
 
-
-def question_vectors(encoder, items: Sequence[Prepared]) -> np.ndarray:  # type: ignore[no-untyped-def]
-    return encoder.encode([p.example.question for p in items])

@@ -7,6 +7,7 @@ Batches come out of it with array slicing only, so a training step costs no Pyth
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ class PackedQA:
     edge_ptr: np.ndarray
     edge_head: np.ndarray  # int32 [E] (one direction per fact; batches add the reverse)
     edge_tail: np.ndarray
-    edge_type: np.ndarray  # int16 [E], local type t = 2·relation + inverse
+    edge_type: np.ndarray  # int [E], local type t = 2·relation + inverse
     edge_hop: np.ndarray  # int8 [E]
     rel_ptr: np.ndarray
     rel_vocab: np.ndarray  # int32: row of `rel_text_vectors` for each local type
@@ -156,9 +157,10 @@ class PackedQA:
     @classmethod
     def load(cls, path: str | Path) -> "PackedQA":
         problem = f"{path}: not a {FORMAT} file (write one with `kgqa train --pack-out`)"
+        unreadable = (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error)
         try:
             data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        except unreadable as exc:
             raise ValueError(f"{problem}: {exc}") from None
         with data:
             if "format" not in data or str(data["format"]) != FORMAT:
@@ -166,9 +168,12 @@ class PackedQA:
             missing = [name for name in cls.__dataclass_fields__ if name not in data]
             if missing:
                 raise ValueError(f"{problem}: missing {', '.join(missing)}")
-            fields = {name: data[name] for name in cls.__dataclass_fields__}
-            fields["meta"] = str(fields["meta"])
-            return cls(**fields)
+            try:
+                fields = {name: data[name] for name in cls.__dataclass_fields__}
+            except unreadable as exc:  # a damaged member of a valid zip
+                raise ValueError(f"{problem}: {exc}") from None
+        fields["meta"] = str(fields["meta"])
+        return cls(**fields)
 
 
 def _quantised(vectors: np.ndarray) -> dict[str, np.ndarray]:
@@ -186,13 +191,13 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         sg = p.subgraph
         if sg is None:
             num_nodes.append(0)
-            for part, dtype in ((heads, np.int32), (tails, np.int32), (types, np.int16), (hops, np.int8), (rel_rows, np.int32), (topics, np.int32), (answers, np.int32)):
+            for part, dtype in ((heads, np.int32), (tails, np.int32), (types, np.int32), (hops, np.int8), (rel_rows, np.int32), (topics, np.int32), (answers, np.int32)):
                 part.append(np.zeros(0, dtype=dtype))
             continue
         num_nodes.append(sg.num_nodes)
         heads.append(sg.edge_index[0].astype(np.int32))
         tails.append(sg.edge_index[1].astype(np.int32))
-        types.append(sg.edge_type.astype(np.int16))
+        types.append(sg.edge_type.astype(np.int32))
         hops.append(sg.edge_hop.astype(np.int8))
         rel_rows.append(np.array([vocab.setdefault(text, len(vocab)) for text in relation_texts(sg, descriptions)], dtype=np.int32))
         topics.append(sg.topics.astype(np.int32))
@@ -207,7 +212,7 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         edge_ptr=_ptr([len(h) for h in heads]),
         edge_head=np.concatenate(heads) if heads else np.zeros(0, np.int32),
         edge_tail=np.concatenate(tails) if tails else np.zeros(0, np.int32),
-        edge_type=np.concatenate(types) if types else np.zeros(0, np.int16),
+        edge_type=np.concatenate(types) if types else np.zeros(0, np.int32),
         edge_hop=np.concatenate(hops) if hops else np.zeros(0, np.int8),
         rel_ptr=_ptr([len(r) for r in rel_rows]),
         rel_vocab=np.concatenate(rel_rows) if rel_rows else np.zeros(0, np.int32),

@@ -6,7 +6,8 @@ matches exactly or normalised (misspellings, "ginger rodgers"):
 - embedding: cosine similarity between sentence embeddings of the question span and of every label.
 
 Built once per KG from the store, page by page (`GraphStore.label_page`), and cached on disk with
-the label embeddings, keyed by the KG and its counts (a reload that changes the KG builds anew).
+the label embeddings, keyed by the KG's name and its fact/entity/relation counts: a load that adds
+facts or entities builds anew; one that only adds labels does not (delete ~/.cache/kgqa/labels).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import logging
 import os
 import threading
 import weakref
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kgqa.errors import KGQAError
 from kgqa.labels import normalise_label
 from kgqa.store import GraphStore
 
@@ -102,19 +105,17 @@ class LabelIndex:
         return [LabelMatch(self.iris[j], self.labels[j], float(sims[i, j])) if sims[i, j] >= threshold else None for i, j in enumerate(best)]
 
     def vectors(self, encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
-        """Embeddings of every label (computed once, then read from the disk cache)."""
+        """Embeddings of every label (computed once, then read from the disk cache as float16)."""
         with self._lock:
             if self._vectors is None:
                 path = _cache_dir() / f"{self.cache_key}-{encoder.name}.npy" if self.cache_key else None
-                if path is not None and path.exists():
-                    self._vectors = np.load(path)
-                else:
-                    model = encoder._load()  # bulk: no per-text cache files for a whole KG
-                    self._vectors = model.encode(self.labels, batch_size=256, convert_to_numpy=True, normalize_embeddings=True,
-                                                 show_progress_bar=len(self.labels) > 5000).astype(np.float16)
+                stored = np.load(path) if path is not None and path.exists() else None
+                if stored is None or stored.shape[0] != len(self.labels):
+                    stored = encoder.encode_bulk(self.labels, progress=len(self.labels) > 5000).astype(np.float16)
                     if path is not None:
-                        _atomic_save(path, lambda f: np.save(f, self._vectors))
-            return self._vectors.astype(np.float32)
+                        _atomic_save(path, lambda f: np.save(f, stored))
+                self._vectors = stored.astype(np.float32)
+            return self._vectors
 
 
 def _cache_dir() -> Path:
@@ -155,12 +156,21 @@ def build(store: GraphStore, max_labels: int = MAX_LABELS) -> LabelIndex | None:
 
 
 _INDEXES: "weakref.WeakKeyDictionary[object, LabelIndex | None]" = weakref.WeakKeyDictionary()
-_INDEX_LOCK = threading.Lock()
+_LOCKS: "weakref.WeakKeyDictionary[object, threading.Lock]" = weakref.WeakKeyDictionary()
+_LOCKS_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def index_for(store: GraphStore) -> LabelIndex | None:
-    """One index per store object, built on first use (thread-safe)."""
-    with _INDEX_LOCK:
+    """One index per store object, built on first use (one build at a time per store). A store that
+    cannot give its labels gets None, once: linking then goes on without its fallbacks."""
+    with _LOCKS_LOCK:
+        lock = _LOCKS.setdefault(store, threading.Lock())
+    with lock:
         if store not in _INDEXES:
-            _INDEXES[store] = build(store)
+            try:
+                _INDEXES[store] = build(store)
+            except (KGQAError, OSError, ValueError) as exc:
+                log.warning("no label index for KG %r (linking goes on without fuzzy/embedding fallbacks): %s", store.kg, exc)
+                _INDEXES[store] = None
         return _INDEXES[store]

@@ -1,8 +1,9 @@
 """Entity linking from a raw question: every n-gram is looked up in the store's label index in one
 call (exact, then normalised), and the longest non-overlapping matches win, scanning left to right.
-When that finds no name, two fallbacks for misspellings run over a local index of the KG's labels
-(`kgqa.label_index`): fuzzy string similarity, then sentence-embedding similarity. All candidates
-stay in the trace."""
+Two fallbacks for misspellings run over a local index of the KG's labels (`kgqa.label_index`):
+fuzzy string similarity on the spans that matched nothing as written (a fuzzy match may replace a
+match as written only by extending it into a longer name with one misspelt word), and, when nothing
+matched at all, sentence-embedding similarity. All candidates stay in the trace."""
 
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ def _spans(question: str) -> list[tuple[int, int, str]]:
 def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS, fallback: bool = True, encoder=None) -> Linking:  # type: ignore[no-untyped-def]
     """Topic entities of a question, from one `resolve` call. A span matches when the store resolves
     it; longer spans beat shorter ones, exact matches beat normalised ones, earlier spans beat later
-    ones; spans never overlap; name-like spans beat lone lower-case words (see below). With no
-    several-word match, `fallback` tries fuzzy and then embedding matches (`encoder`: a TextEncoder)."""
+    ones; spans never overlap; name-like spans beat lone lower-case words (see below). `fallback`
+    adds the fuzzy and embedding matches described above (`encoder`: a TextEncoder to share)."""
     spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2]))]
     found = store.resolve(sorted({text for _, _, text in spans}))
     matched = [(i, j, text) for i, j, text in spans if found.get(text)]

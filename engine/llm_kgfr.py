@@ -83,7 +83,7 @@ class LLMKGFR:
         trace = Trace()
         session = LLMSession(self.llm, self.call_bound())
         mark = time.perf_counter()
-        linking = link_or_resolve(self.store, question, topics)
+        linking = link_or_resolve(self.store, question, topics, self.retriever.encoder)
         trace.seconds["link"] = time.perf_counter() - mark
         result = Answer(question, "kgfr", topics=linking.topics_json(), trace=trace)
         trace.linking_candidates = linking.candidates_json()

@@ -116,7 +116,7 @@ class LMP:
         """`topics`: topic labels (else they are linked from the question)."""
         started = time.perf_counter()
         trace = Trace()
-        linking = link_or_resolve(self.store, question, topics)
+        linking = link_or_resolve(self.store, question, topics, self.encoder)
         trace.seconds["link"] = time.perf_counter() - started
         session = LLMSession(self.llm, self.call_bound(len(linking.topics)))
         result = Answer(question, "lmp", topics=linking.topics_json(), trace=trace)

@@ -76,6 +76,13 @@ class TextEncoder:
                 self._store(dict(zip((self._key(t) for t in todo), vectors.astype(np.float32))))
             return np.stack([self._memory[k] for k in keys]) if keys else np.zeros((0, self.dim), np.float32)
 
+    def encode_bulk(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """Embeddings of many texts at once (a KG's labels), under the encoder's lock, without the
+        per-text cache files."""
+        with self._lock:
+            return self._load().encode(list(texts), batch_size=256, convert_to_numpy=True, normalize_embeddings=True,
+                                       show_progress_bar=progress).astype(np.float32)
+
     def _from_disk(self, key: str) -> bool:
         path = self.cache_dir / key[:2] / f"{key}.npy"
         if path.exists():

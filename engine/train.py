@@ -44,6 +44,10 @@ class TrainConfig:
 def pick_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r}: this machine has no CUDA device (use auto or cpu)")
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ValueError(f"device {device!r}: expected auto, cpu or cuda[:N]")
     return torch.device(device)
 
 

@@ -167,7 +167,9 @@ def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_pa
         assert torch.allclose(ours.question, theirs.question, atol=5e-3)  # quantised to int8 in the pack
     train_part, val_part = loaded.split()
     assert list(train_part.qid) == ["q0", "q2", "q3"] and list(val_part.qid) == ["q1"]
-    assert torch.equal(val_part.batch([0]).edge_index, loaded.batch([1]).edge_index)
+    for sub, full in ((val_part.batch([0], True), loaded.batch([1], True)), (train_part.batch([1, 0], True), loaded.batch([2, 0], True))):
+        for field in ("edge_index", "edge_type", "edge_hop", "relation_text", "relation_graph", "node_graph", "topic_mask", "question", "answer_mask"):
+            assert torch.equal(getattr(sub, field), getattr(full, field)), field
     (tmp_path / "bad.npz").write_bytes(b"not a pack")
     with pytest.raises(ValueError, match="bad.npz: not a kgfr-pack"):
         PackedQA.load(tmp_path / "bad.npz")

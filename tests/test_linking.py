@@ -41,3 +41,35 @@ def test_misspelled_names_link_through_the_fallbacks(demo_kg):
     # an exact name is never second-guessed by the fallbacks
     assert link(store, "who directed Kismet").topics[0].match == "exact"
     assert link(store, "which films did William Dieterel direct", fallback=False).topics == []
+
+
+def _pages(store, size):
+    pairs, after = [], None
+    while True:
+        page = store.label_page(after, size)
+        pairs += page
+        if len(page) < size:
+            return pairs
+        after = page[-1]
+
+
+def test_label_pages_list_each_pair_once_whatever_the_page_size():
+    """An entity with an id label and an explicit alias: every (entity, label) pair exactly once, in
+    order, for any page size (the fuzzy index is built from these pages)."""
+    from kgqa.sparql.embedded import EmbeddedWriter
+    from kgqa.store import SourceFact, SourceNode
+
+    ns = KGNamespace("pages")
+    writer = EmbeddedWriter.open(None, "pages")
+    state = writer.load_state("t")
+    facts = [SourceFact(SourceNode(ns.entity(f"m{k}"), f"m{k}"), SourceNode(ns.relation("r"), "r"), SourceNode(ns.entity(f"p{k % 3}"), f"p{k % 3}"))
+             for k in range(7)]
+    writer.write_batch(facts, state, len(facts))
+    writer.add_labels([(ns.entity("m1"), "Movie One"), (ns.entity("p2"), "Person Two")])
+    writer.finish(state)
+    store = writer.reader()
+    whole = _pages(store, 1000)
+    assert whole == sorted(set(whole)) and len(whole) == 7 + 3 + 2
+    assert (ns.entity("m1"), "Movie One") in whole and (ns.entity("m1"), "m1") in whole
+    for size in (1, 2, 3, 5):
+        assert _pages(store, size) == whole, size
