@@ -35,6 +35,18 @@ def read_metaqa_triples(path: Path, kg: str) -> list[tuple[str, str, str]]:
     return [(ns.entity(s), ns.relation(r), ns.entity(o)) for s, r, o in rows]
 
 
+def all_label_pages(store, size: int) -> list[tuple[str, str]]:
+    """Every (entity, label) pair of a store, read `size` at a time through `label_page`."""
+    pairs: list[tuple[str, str]] = []
+    after = None
+    while True:
+        page = store.label_page(after, size)
+        pairs += page
+        if len(page) < size:
+            return pairs
+        after = page[-1]
+
+
 def hub_lines(entities: list[str], hub: str = "HUB", size: int = 400) -> list[str]:
     """A synthetic hub: HUB links to `size` entities (a few real ones, the rest new), and a few real
     entities link to HUB, so hubs sit on paths in both directions."""

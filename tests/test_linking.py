@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conftest import all_label_pages
+
 from kgqa.linking import link
 from kgqa.namespace import KGNamespace
 
@@ -43,15 +45,6 @@ def test_misspelled_names_link_through_the_fallbacks(demo_kg):
     assert link(store, "which films did William Dieterel direct", fallback=False).topics == []
 
 
-def _pages(store, size):
-    pairs, after = [], None
-    while True:
-        page = store.label_page(after, size)
-        pairs += page
-        if len(page) < size:
-            return pairs
-        after = page[-1]
-
 
 def test_label_pages_list_each_pair_once_whatever_the_page_size():
     """An entity with an id label and an explicit alias: every (entity, label) pair exactly once, in
@@ -68,8 +61,8 @@ def test_label_pages_list_each_pair_once_whatever_the_page_size():
     writer.add_labels([(ns.entity("m1"), "Movie One"), (ns.entity("p2"), "Person Two")])
     writer.finish(state)
     store = writer.reader()
-    whole = _pages(store, 1000)
+    whole = all_label_pages(store, 1000)
     assert whole == sorted(set(whole)) and len(whole) == 7 + 3 + 2
     assert (ns.entity("m1"), "Movie One") in whole and (ns.entity("m1"), "m1") in whole
     for size in (1, 2, 3, 5):
-        assert _pages(store, size) == whole, size
+        assert all_label_pages(store, size) == whole, size

@@ -7,6 +7,8 @@ import random
 
 import pytest
 
+from conftest import all_label_pages
+
 from kgqa import open_store, open_writer, retrieve
 from kgqa.errors import StoreError
 from kgqa.loaders import load_file
@@ -61,24 +63,15 @@ def test_server_store_reads_like_the_embedded_one(server_store, demo_kg):
     assert server_store.resolve(["kismet", "No Such Film"]) == embedded.resolve(["kismet", "No Such Film"])
 
 
-def _all_label_pages(store, size):
-    pairs, after = [], None
-    while True:
-        page = store.label_page(after, size)
-        pairs += page
-        if len(page) < size:
-            return pairs
-        after = page[-1]
-
 
 def test_label_pages_are_the_same_on_every_store(server_store, demo_kg):
     """The linker's fallback index is read page by page (keyset on (IRI, label)); small pages must
     neither skip nor repeat a pair, and every store must give the same pairs in the same order."""
     embedded, _ = demo_kg
-    whole = _all_label_pages(embedded, 100_000)
+    whole = all_label_pages(embedded, 100_000)
     assert len(whole) >= embedded.counts().entities and whole == sorted(whole)
-    assert _all_label_pages(embedded, 7) == whole
-    assert _all_label_pages(server_store, 7) == whole
+    assert all_label_pages(embedded, 7) == whole
+    assert all_label_pages(server_store, 7) == whole
 
 
 def test_endpoint_errors_are_clear(oxigraph_server):
