@@ -79,9 +79,10 @@ def main() -> int:
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     e2e: list[dict] = []
     if args.packs:  # the store, loaders and encoder are not imported: a GPU box may lack them
+        from kgqa.kgfr_answer import BUNDLED_CHECKPOINT
         from kgqa.train import load_checkpoint
 
-        model, _ = load_checkpoint(args.checkpoint or Path(__file__).resolve().parents[1] / "engine" / "checkpoints" / "kgfr-metaqa", "cpu")
+        model, _ = load_checkpoint(args.checkpoint or BUNDLED_CHECKPOINT, "cpu")
         rows = scoring_rows(model, {hop: PackedQA.load(args.packs / f"score-{hop}.npz") for hop in (1, 2, 3)}, devices)
     else:
         from kgqa.kgfr_answer import KGFRAnswerer

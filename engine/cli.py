@@ -218,16 +218,10 @@ def train(
         with _bar("training", 1) as bar:
             task = bar.add_task("epoch 1", total=1)
 
-            def progress(step: int, total: int) -> None:
-                bar.update(task, completed=step, total=total)
+            def progress(epoch: int, step: int, total: int) -> None:
+                bar.update(task, description=f"epoch {epoch}", completed=step, total=total)
 
-            def log(line: str) -> None:
-                err.print(line, highlight=False)
-                row = json.loads(line) if line.startswith("{") else {}
-                if "epoch" in row:
-                    bar.update(task, description=f"epoch {row['epoch'] + 1}", completed=0)
-
-            result = run_training(train_part, val_part, config, out_dir, log=log, progress=progress)
+            result = run_training(train_part, val_part, config, out_dir, log=lambda line: err.print(line, highlight=False), progress=progress)
     except (KGQAError, ValueError, OSError) as exc:
         _fail(str(exc))
         return

@@ -108,10 +108,10 @@ def train(
     encoder_name: str = DEFAULT_ENCODER,
     log: Callable[[str], None] = print,
     max_steps: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> dict:
     """Adam on eq. 9; keeps the epoch with the best validation Hits@1; returns the history.
-    `progress(step_in_epoch, steps_per_epoch)` is called after every step."""
+    `progress(epoch, step_in_epoch, steps_per_epoch)` is called after every step."""
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
     device = pick_device(config.device)
@@ -147,7 +147,7 @@ def train(
             losses.append(float(loss.detach()))
             steps += 1
             if progress:
-                progress(step + 1, len(chunks))
+                progress(epoch + 1, step + 1, len(chunks))
             if max_steps is not None and steps >= max_steps:
                 break
         metrics = evaluate(model, val_data, device) if val_data is not None and len(val_data) else {}
