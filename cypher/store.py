@@ -10,11 +10,11 @@ import neo4j
 from neo4j.exceptions import Neo4jError
 
 from kgqa.cypher.connection import Neo4jTarget, explain
-from kgqa.cypher.queries import cypher
+from kgqa.cypher.queries import cypher, repeated
 from kgqa.labels import display_label, resolved
 from kgqa.namespace import check_kg_name
 from kgqa.sparql.reader import pick_kg
-from kgqa.store import RelationInfo, StoreCounts
+from kgqa.store import RelationInfo, StoreCounts, WholeRetrieval
 from kgqa.types import Edge, LinkedEntity
 
 Record = dict[str, Any]
@@ -62,6 +62,17 @@ class Neo4jStore:
         rows = self._query("expand_hop", frontier=list(frontier), reached=reached, lam=lam, scan_limit=max(lam, len(reached)))
         return [Edge(r["s"], r["r"], r["inv"], r["o"]) for r in rows]
 
+    def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
+        """Every hop and every label in one query (see expand_hops.cypher)."""
+        self.round_trips += 1
+        query = repeated("expand_hops", hops)
+        row = _read(self._driver, self.target, "expand_hops", {"kg": self.kg, "topics": list(topics), "lam": lam}, query)[0]
+        labels = {iri: display_label(iri, [label] if label is not None else [], aliases) for iri, label, aliases in row["nodes"]}
+        labels.update((iri, label) for iri, label in row["relations"])
+        for iri in topics:  # a topic the store does not hold keeps a readable name, as labels() gives it
+            labels.setdefault(iri, display_label(iri, [], []))
+        return WholeRetrieval([(Edge(s, r, inv, o), hop) for s, r, inv, o, hop in row["edges"]], labels)
+
     def labels(self, iris: Iterable[str]) -> dict[str, str]:
         iris = list(dict.fromkeys(iris))
         found = {r["iri"]: r for r in self._query("labels", iris=iris)} if iris else {}
@@ -97,11 +108,11 @@ class Neo4jStore:
         return [r["o"] for r in self._query(name, entity=entity, relation=relation)]
 
 
-def _read(driver: neo4j.Driver, target: Neo4jTarget, name: str, params: dict[str, Any]) -> list[Record]:
+def _read(driver: neo4j.Driver, target: Neo4jTarget, name: str, params: dict[str, Any], text: str | None = None) -> list[Record]:
     """One query as one auto-commit transaction in a READ-access session (the server refuses any
     write in it), with the store's timeout. Auto-commit: one network round trip where an explicit
     transaction takes three (measured on loopback: 1.2 ms against 3.9 ms for `RETURN 1`)."""
-    query = neo4j.Query(cypher(name), timeout=target.timeout_s)  # type: ignore[arg-type]
+    query = neo4j.Query(text or cypher(name), timeout=target.timeout_s)  # type: ignore[arg-type]
     try:
         with driver.session(database=target.database, default_access_mode=neo4j.READ_ACCESS) as session:
             result = session.run(query, params)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kgqa.store import GraphStore
+from kgqa.store import ExpandsAllHops, GraphStore
+from kgqa.types import Edge
 from kgqa.subgraph import RetrievalTrace, Subgraph
 
 DEFAULT_HOPS = 3
@@ -15,7 +16,8 @@ DEFAULT_LAMBDA = 100
 
 
 def retrieve(store: GraphStore, topics: Sequence[str], hops: int = DEFAULT_HOPS, lam: int = DEFAULT_LAMBDA) -> Subgraph:
-    """Expand from the topic entities (IRIs) one hop at a time, one store round trip per hop.
+    """Expand from the topic entities (IRIs) one hop at a time, one store round trip per hop and one
+    for the labels — or one in all, where the store chains the hops itself (`ExpandsAllHops`).
 
     Hop h expands the entities first reached at hop h-1 (eq. 6). A (subject, relation) group — and
     likewise an (object, relation⁻¹) group — with at most λ edges is kept whole; a larger one keeps
@@ -42,10 +44,14 @@ def retrieve(store: GraphStore, topics: Sequence[str], hops: int = DEFAULT_HOPS,
     edge_hops: list[int] = []
     trace = RetrievalTrace()
     frontier = list(node_id)
+    whole = store.expand_hops(frontier, hops, lam) if isinstance(store, ExpandsAllHops) else None
+    by_hop: dict[int, list[Edge]] = {}
+    for edge, hop in whole.edges if whole is not None else ():
+        by_hop.setdefault(hop, []).append(edge)
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        edges = store.expand(frontier, node_id.keys(), lam)
+        edges = by_hop.get(hop, []) if whole is not None else store.expand(frontier, node_id.keys(), lam)
         edges.sort(key=lambda e: (e.head, e.relation, e.inverse, e.tail))
         new: list[str] = []
         for edge in edges:
@@ -64,7 +70,10 @@ def retrieve(store: GraphStore, topics: Sequence[str], hops: int = DEFAULT_HOPS,
         frontier = new
     nodes = list(node_id)
     relations = list(relation_id)
-    labels = store.labels(nodes + relations)  # one round trip for every label the subgraph shows
+    if whole is not None:
+        labels = whole.labels
+    else:
+        labels = store.labels(nodes + relations)  # one round trip for every label the subgraph shows
     trace.round_trips = store.round_trips - trips_before
     trace.seconds = time.perf_counter() - started
     return Subgraph(

@@ -79,6 +79,25 @@ class GraphStore(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class WholeRetrieval:
+    """An APP retrieval from one store call: every edge with the hop it was reached at, and the
+    label of every node and relation in it."""
+
+    edges: list[tuple[Edge, int]]
+    labels: dict[str, str]
+
+
+@runtime_checkable
+class ExpandsAllHops(Protocol):
+    """A store that can run every hop of an APP retrieval, and fetch its labels, in one round trip
+    (Neo4j: the hops chain inside one Cypher query). `retrieve` uses it where a store has it."""
+
+    def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
+        """The edges `expand` would give hop by hop from `topics`, each with its hop number."""
+        ...
+
+
 @runtime_checkable
 class GraphWriter(Protocol):
     kg: str

@@ -8,7 +8,7 @@ import pytest
 from kgqa import open_store, open_writer, retrieve
 from kgqa.cypher import store as cypher_store
 from kgqa.cypher.connection import Neo4jStoreError, Neo4jTarget, Neo4jTimeout
-from kgqa.cypher.queries import cypher
+from kgqa.cypher.queries import cypher, repeated
 from kgqa.errors import StoreError
 from kgqa.loaders import load_file
 from kgqa.namespace import KGNamespace
@@ -85,7 +85,51 @@ def test_a_hub_group_is_probed_never_scanned(neo4j_server, hostile_kg):
     assert {(r["r"], r["o"]) for r in rows} == {(NS.relation("hub_link"), NS.entity("leaf 7")), (NS.relation("to_hub"), NS.entity("plain 0"))}
     assert hits(profile) < 500, hits(profile)
     sg = retrieve(hostile_kg, [hub], hops=2, lam=10)
-    assert sg.num_edges < 20 and sg.trace.round_trips == 3
+    assert sg.num_edges < 20 and sg.trace.round_trips == 1
+
+
+def test_the_whole_retrieval_query_probes_the_hub_too(neo4j_server, hostile_kg):
+    """expand_hops.cypher (every hop in one query) keeps the hub's 5,000-edge group unread as well."""
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(neo4j_server.url, auth=None, notifications_min_severity="OFF") as driver:
+        with driver.session(default_access_mode=neo4j.READ_ACCESS) as session:
+            result = session.run("PROFILE " + repeated("expand_hops", 2), kg="hostile", topics=[NS.entity("plain 0")], lam=10)
+            row = result.single()
+            profile = result.consume().profile
+
+    def hits(plan) -> int:  # type: ignore[no-untyped-def]
+        return plan.get("dbHits", 0) + sum(hits(child) for child in plan.get("children", []))
+
+    # plain 0 -to_hub-> hub at hop 1; at hop 2 none of the hub's 5,000 leaves was reached before
+    got = {(e[1], e[3], e[4]) for e in row["edges"]}
+    assert (NS.relation("to_hub"), NS.entity("hub"), 1) in got
+    assert not any(r == NS.relation("hub_link") for r, _, _ in got)
+    assert hits(profile) < 500, hits(profile)
+
+
+class _HopByHop:
+    """The same real store seen without `expand_hops`, so `retrieve` asks it hop by hop."""
+
+    def __init__(self, store):  # type: ignore[no-untyped-def]
+        self._store = store
+
+    def __getattr__(self, name):  # type: ignore[no-untyped-def]
+        if name == "expand_hops":
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+@pytest.mark.parametrize("hops,lam", [(0, 10), (1, 10), (2, 10), (3, 10), (3, 5000)])
+def test_one_query_retrieval_is_the_hop_by_hop_one(hostile_kg, hops, lam):
+    topics = [NS.entity("plain 0"), NS.entity("leaf 7"), NS.entity(HOSTILE[0]), NS.entity("not in the KG")]
+    whole = retrieve(hostile_kg, topics, hops, lam)
+    stepwise = retrieve(_HopByHop(hostile_kg), topics, hops, lam)  # type: ignore[arg-type]
+    assert whole.trace.round_trips == 1 and stepwise.trace.round_trips == hops + 1
+    a, b = whole.to_json(), stepwise.to_json()
+    assert a.pop("trace")["edges_per_hop"] == b.pop("trace")["edges_per_hop"]
+    assert a == b  # same nodes, ids, labels, edges and hops
+    assert whole.num_edges > 0 or hops == 0
 
 
 def test_store_urls_are_checked():
