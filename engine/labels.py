@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Callable, Iterable, Sequence
 
 from kgqa.namespace import local_name
@@ -13,6 +14,7 @@ from kgqa.types import Entity, LinkedEntity
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 
 
+@lru_cache(maxsize=1 << 16)
 def normalise_label(text: str) -> str:
     """Case-, accent- and punctuation-insensitive key: "The Wizard of Oz!" → "the wizard of oz"."""
     decomposed = unicodedata.normalize("NFKD", text)

@@ -12,6 +12,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import IO
 
@@ -103,6 +104,8 @@ def _minted(ns: KGNamespace, value: str, relation: bool = False) -> SourceNode:
 def _delimited(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
     """MetaQA `subject|relation|object` or TSV `subject<TAB>relation<TAB>object`."""
     sep = "|" if fmt == "metaqa" else "\t"
+    # Names repeat across facts (MetaQA: 385k uses of 43k names); minting an IRI percent-encodes it.
+    minted = lru_cache(maxsize=1 << 18)(partial(_minted, ns))
     with text:
         for number, line in enumerate(text, start=1):
             stripped = line.rstrip("\r\n")
@@ -117,7 +120,7 @@ def _delimited(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator
             if not (s and r and o):
                 yield Record(number, Bad(number, "empty subject, relation or object", stripped))
                 continue
-            yield Record(number, SourceFact(_minted(ns, s), _minted(ns, r, relation=True), _minted(ns, o)))
+            yield Record(number, SourceFact(minted(s), minted(r, True), minted(o)))
 
 
 def _labels(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:

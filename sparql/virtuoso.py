@@ -14,6 +14,8 @@ import re
 import shutil
 import subprocess
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from importlib import resources
 from collections.abc import Iterable
 from itertools import islice
 from pathlib import Path
@@ -24,11 +26,11 @@ import pyoxigraph as ox
 from kgqa.errors import StoreError
 from kgqa.sparql import escape
 from kgqa.sparql.endpoint import SparqlEndpointStore
-from kgqa.sparql.queries import graph_terms, render
 from kgqa.sparql.writer import RdfWriter
 
 CHUNK = 500_000  # quads per bulk-loader file
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
+_SQL_SAFE_IRI = re.compile(r"^[A-Za-z0-9_:./\-]+$")  # our own graph IRIs (urn:kgqa:kg:NAME:data)
 
 
 class Isql:
@@ -83,6 +85,8 @@ class VirtuosoWriter(RdfWriter):
         self.load_dir = Path(load_dir)
         self.server_dir = Path(server_dir) if server_dir else self.load_dir
         self.load_dir.mkdir(parents=True, exist_ok=True)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
 
     @classmethod
     def from_url(cls, url: str, kg: str) -> "VirtuosoWriter":
@@ -96,7 +100,38 @@ class VirtuosoWriter(RdfWriter):
         writer.register()
         return writer
 
+    def _add_batch(self, quads: list[ox.Quad], marker: ox.Quad) -> None:
+        """Loaded in the background, so that the next batch is read and built meanwhile (MetaQA: 3.5 s
+        → 2.8 s); one batch in flight at most, and every other write waits for it first. Its marker
+        still follows its quads, and an error surfaces at the next write or at `close`."""
+        self._wait()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgqa-virtuoso-load")
+        self._pending = self._pool.submit(self._load_batch, quads, marker)
+
+    def _load_batch(self, quads: list[ox.Quad], marker: ox.Quad) -> None:
+        self._write(quads, bulk=True)
+        self._write([marker], bulk=False)
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+            super().close()
+
     def _add(self, quads: Iterable[ox.Quad], bulk: bool) -> None:
+        self._wait()  # bulk loads must not overlap: rdf_loader_run takes any file ld_dir listed
+        self._write(quads, bulk)
+
+    def _write(self, quads: Iterable[ox.Quad], bulk: bool) -> None:
         it = iter(quads)
         if not bulk:  # a handful of bookkeeping quads: a logged, transactional insert
             rows = list(it)
@@ -119,18 +154,19 @@ class VirtuosoWriter(RdfWriter):
             if "LOADERROR" in out:
                 raise StoreError(f"Virtuoso's bulk loader rejected a batch: {out.strip()[-1000:]}")
 
-    def _update(self, sparql_update: str) -> None:
-        # Each operation separately, without the transaction log: large INSERT … SELECTs would
-        # otherwise overflow it. Operations in our *.rq updates end with ';' at a line's end.
-        lines = [line for line in sparql_update.splitlines() if not line.lstrip().startswith("#")]
-        prefixes = "\n".join(line for line in lines if line.lstrip().upper().startswith("PREFIX"))
-        body = "\n".join(line for line in lines if not line.lstrip().upper().startswith("PREFIX"))
-        operations = [op.strip() for op in re.split(r";[ \t]*(?:\n|$)", body) if op.strip()]
-        self.isql.run("log_enable(3, 1)", *(f"SPARQL {prefixes}\n{op}" for op in operations))
-
     def _recount(self) -> None:
-        # In the database: no million-row result crosses the wire or meets ResultSetMaxRows.
-        self._update(render("compute_counts", **graph_terms(self.ns)))
+        self._wait()
+        # In the database, in SQL: no million-row result crosses the wire or meets ResultSetMaxRows.
+        graphs = {"fanout": self.ns.fanout_graph, "fanin": self.ns.fanin_graph, "meta": self.ns.meta_graph, "data": self.ns.data_graph}
+        for name, graph in graphs.items():
+            if not _SQL_SAFE_IRI.match(graph):
+                raise StoreError(f"graph IRI {graph!r} cannot be written into SQL")
+        text = resources.files(__package__).joinpath("virtuoso_counts.sql").read_text(encoding="utf-8")
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+        for name, graph in graphs.items():
+            text = text.replace("{{" + name + "}}", graph)
+        self.isql.run("log_enable(2, 1)", *(statement for statement in text.split(";\n") if statement.strip()))
 
     def _flush(self) -> None:
+        self._wait()
         self.isql.run("checkpoint")

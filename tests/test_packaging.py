@@ -24,7 +24,7 @@ for m in (m for m in mods if not m.endswith("__main__")):
     importlib.import_module(m)
 files = sorted(
     f"{pkg}/{f.name}" for pkg in ("kgqa.sparql", "kgqa.cypher")
-    for f in resources.files(pkg).iterdir() if f.name.endswith((".rq", ".cypher"))
+    for f in resources.files(pkg).iterdir() if f.name.endswith((".rq", ".cypher", ".sql"))
 )
 print(json.dumps({"origin": kgqa.__file__, "modules": mods, "files": files}))
 """
@@ -54,4 +54,4 @@ def test_wheel_and_editable_install_import_the_same_modules(tmp_path):
     assert built["modules"] == editable["modules"]
     assert built["files"] == editable["files"]
     assert {"kgqa.sparql", "kgqa.cypher", "kgqa.loaders", "kgqa.retrieval", "kgqa.cli"} <= set(built["modules"])
-    assert "kgqa.sparql/expand_hop.rq" in built["files"]
+    assert {"kgqa.sparql/expand_hop.rq", "kgqa.sparql/virtuoso_counts.sql", "kgqa.cypher/expand_hops.cypher"} <= set(built["files"])
