@@ -1,9 +1,10 @@
 """The loader side (`kgqa.store.GraphWriter`) for Neo4j: constraints and indexes first, then each
-batch as one write transaction of UNWIND … MERGE (idempotent), its progress record in the next."""
+batch as one write transaction of UNWIND … MERGE (idempotent) that also records the progress."""
 
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -25,6 +26,8 @@ class Neo4jWriter:
         self.kg = check_kg_name(kg)
         self.target = target
         self._driver = driver
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
 
     @classmethod
     def open(cls, url: str, kg: str) -> "Neo4jWriter":
@@ -42,10 +45,16 @@ class Neo4jWriter:
         return Neo4jStore(self._driver, self.target, self.kg, own_driver=False)
 
     def close(self) -> None:
-        self._driver.close()
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+            self._driver.close()
 
     def _auto(self, name: str, text: str, **params: Any) -> list[dict[str, Any]]:
         """An auto-commit statement (schema changes and CALL … IN TRANSACTIONS need one)."""
+        self._wait()
         try:
             with self._driver.session(database=self.target.database) as session:
                 return session.run(text, {"kg": self.kg, **params}).data()
@@ -53,6 +62,10 @@ class Neo4jWriter:
             raise explain(exc, name, self.target) from exc
 
     def _write(self, *steps: tuple[str, dict[str, Any]]) -> None:
+        self._wait()
+        self._write_now(*steps)
+
+    def _write_now(self, *steps: tuple[str, dict[str, Any]]) -> None:
         """Several queries in one write transaction: all of them land, or none."""
 
         def work(tx: neo4j.ManagedTransaction) -> None:
@@ -75,6 +88,7 @@ class Neo4jWriter:
         return hashlib.sha256(source_key.encode()).hexdigest()[:32]
 
     def load_state(self, source_key: str) -> LoadState:
+        self._wait()
         row = self.reader()._query("load_state", source=self._source(source_key))[0]
         return LoadState(source_key, row["committed"], row["complete"])
 
@@ -91,14 +105,25 @@ class Neo4jWriter:
                 label = fact.relation.label if fact.relation.label is not None else local_name(fact.relation.iri)
                 relations[fact.relation.iri] = {"iri": fact.relation.iri, "label": label}
             rows.append({"s": fact.subject.iri, "r": fact.relation.iri, "o": fact.object.iri})
-        self._write(
+        steps = (
             ("write_entities", {"entities": list(entities.values())}),
             ("write_relations", {"relations": list(relations.values())}),
             ("write_facts", {"facts": rows}),
+            # in the same transaction: the progress record commits with the facts it vouches for
+            ("mark_progress", {"source": self._source(state.source_key), "committed": committed, "complete": False}),
         )
-        # The progress record is written only once the facts it vouches for have committed.
-        self._write(("mark_progress", {"source": self._source(state.source_key), "committed": committed, "complete": False}))
+        # Written in the background while the next batch is read and built; one batch in flight at
+        # most, every other write waits for it, and its error surfaces at the next write or `close`.
+        self._wait()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgqa-neo4j-load")
+        self._pending = self._pool.submit(self._write_now, *steps)
         state.committed = committed
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def add_labels(self, labels: Iterable[tuple[str, str]]) -> None:
         aliases = [{"iri": iri, "text": text, "key": normalise_label(text)} for iri, text in labels]
@@ -118,4 +143,5 @@ class Neo4jWriter:
         state.complete = True
 
     def fact_count(self) -> int:
+        self._wait()
         return self.reader()._query("count_facts")[0]["n"]
