@@ -13,7 +13,7 @@ from kgqa.labels import display_label, resolved
 from kgqa.namespace import KGNamespace
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render
-from kgqa.store import RelationInfo, StoreCounts
+from kgqa.store import RelationInfo, StoreCounts, WholeRetrieval
 from kgqa.types import Edge, LinkedEntity
 
 Row = dict[str, str]  # variable → lexical value; unbound variables are absent
@@ -82,9 +82,12 @@ class SparqlReader:
             if int(r["n"]) <= lam or r["o"] in reached
         ]
 
-    def _expand_two_step(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
+    def _expand_two_step(
+        self, frontier: Sequence[str], reached: Collection[str], lam: int, seen: "LabelRows | None" = None
+    ) -> list[Edge]:
         """The same hop as expand_hop.rq in two queries: group sizes first, then the members of the
-        groups to read (n <= max(λ, |reached|)) and probes of the larger ones, as (s, r) rows."""
+        groups to read (n <= max(λ, |reached|)) and probes of the larger ones, as (s, r) rows. The
+        labels of the entities read are added to `seen`."""
         scan_limit = max(lam, len(reached))
         sizes: dict[tuple[str, str, bool], int] = {}
         for part in _slices(frontier, self.max_values):
@@ -95,6 +98,7 @@ class SparqlReader:
             lists[(2 if n > scan_limit else 0) + int(inv)].append((s, r))
         size = self.max_values or max(1, *map(len, lists))
         reached_slices = _slices(list(reached), self.max_values)
+        nothing = escape.iri_list([escape.NO_MATCH])
         rows: list[Row] = []
         for c in range(0, max(map(len, lists)), size):
             part = [items[c : c + size] for items in lists]
@@ -104,14 +108,42 @@ class SparqlReader:
                 rows += self._select(
                     "expand_members",
                     read_out=escape.iri_pairs(part[0] if k == 0 else []), read_in=escape.iri_pairs(part[1] if k == 0 else []),
-                    probe_out=escape.iri_pairs(part[2]), probe_in=escape.iri_pairs(part[3]), reached=escape.iri_list(some_reached),
+                    probe_out=escape.iri_pairs(part[2]), probe_in=escape.iri_pairs(part[3]),
+                    reached_out=escape.iri_list(some_reached) if part[2] else nothing,
+                    reached_in=escape.iri_list(some_reached) if part[3] else nothing,
                 )
         edges = []
         for r in rows:
             inv = r["inv"] in ("true", "1")
             if sizes[(r["s"], r["r"], inv)] <= lam or r["o"] in reached:
                 edges.append(Edge(r["s"], r["r"], inv, r["o"]))
+            if seen is not None and "label" in r:
+                seen.add(r["o"], r["label"], r.get("preferred"))
         return edges
+
+    def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
+        """What `retrieve` asks hop by hop, and the labels. Where a hop is two queries (Virtuoso), the
+        second brings the labels of the entities it reads, so the closing labels query names only
+        the topics and the relations, not every node (2-hop λ=100 around a director's films: a
+        labels query of ~230 IRIs took 17 ms there)."""
+        reached = dict.fromkeys(topics)
+        frontier = list(reached)
+        found: list[tuple[Edge, int]] = []
+        seen = LabelRows()
+        for hop in range(1, hops + 1):
+            if not frontier:
+                break
+            if self.expand_round_trips == 2:
+                edges = self._expand_two_step(frontier, reached, lam, seen)
+            else:
+                edges = self.expand(frontier, reached, lam)
+            frontier = list(dict.fromkeys(e.tail for e in edges if e.tail not in reached))
+            reached.update(dict.fromkeys(frontier))
+            found += [(edge, hop) for edge in edges]
+        wanted = [*reached, *dict.fromkeys(edge.relation for edge, _ in found)]
+        labels = self.labels([iri for iri in wanted if iri not in seen.plain])
+        labels.update((iri, display_label(iri, seen.plain[iri], seen.preferred.get(iri, ()))) for iri in wanted if iri in seen.plain)
+        return WholeRetrieval(found, labels)
 
     def labels(self, iris: Iterable[str]) -> dict[str, str]:
         """One label per IRI: an explicitly given label (a labels file, rdfs:label in RDF) over the
@@ -152,6 +184,19 @@ class SparqlReader:
     def neighbours(self, entity: str, relation: str, inverse: bool) -> list[str]:
         name = "neighbours_in" if inverse else "neighbours_out"
         return [r["o"] for r in self._select(name, entity=escape.iri(entity), relation=escape.iri(relation))]
+
+
+class LabelRows:
+    """Label rows gathered while expanding: every id label and preferred label per IRI."""
+
+    def __init__(self) -> None:
+        self.plain: dict[str, set[str]] = {}
+        self.preferred: dict[str, set[str]] = {}
+
+    def add(self, iri: str, label: str, preferred: str | None) -> None:
+        self.plain.setdefault(iri, set()).add(label)
+        if preferred is not None:
+            self.preferred.setdefault(iri, set()).add(preferred)
 
 
 def pick_kg(kgs: list[str], kg: str | None, where: str) -> str:
