@@ -4,7 +4,6 @@ batch as one write transaction of UNWIND … MERGE (idempotent) that also record
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ from neo4j.exceptions import Neo4jError
 from kgqa.cypher.connection import Neo4jTarget, explain
 from kgqa.cypher.queries import cypher, statements
 from kgqa.cypher.store import Neo4jStore
+from kgqa.inflight import OneInFlight
 from kgqa.labels import normalise_label
 from kgqa.namespace import check_kg_name, local_name
 from kgqa.store import LoadState, SourceFact
@@ -26,8 +26,7 @@ class Neo4jWriter:
         self.kg = check_kg_name(kg)
         self.target = target
         self._driver = driver
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future[None] | None = None
+        self._in_flight = OneInFlight("kgqa-neo4j-load")
 
     @classmethod
     def open(cls, url: str, kg: str) -> "Neo4jWriter":
@@ -46,15 +45,13 @@ class Neo4jWriter:
 
     def close(self) -> None:
         try:
-            self._wait()
+            self._in_flight.close()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()
             self._driver.close()
 
     def _auto(self, name: str, text: str, **params: Any) -> list[dict[str, Any]]:
         """An auto-commit statement (schema changes and CALL … IN TRANSACTIONS need one)."""
-        self._wait()
+        self._in_flight.wait()
         try:
             with self._driver.session(database=self.target.database) as session:
                 return session.run(text, {"kg": self.kg, **params}).data()
@@ -62,7 +59,7 @@ class Neo4jWriter:
             raise explain(exc, name, self.target) from exc
 
     def _write(self, *steps: tuple[str, dict[str, Any]]) -> None:
-        self._wait()
+        self._in_flight.wait()
         self._write_now(*steps)
 
     def _write_now(self, *steps: tuple[str, dict[str, Any]]) -> None:
@@ -88,7 +85,7 @@ class Neo4jWriter:
         return hashlib.sha256(source_key.encode()).hexdigest()[:32]
 
     def load_state(self, source_key: str) -> LoadState:
-        self._wait()
+        self._in_flight.wait()
         row = self.reader()._query("load_state", source=self._source(source_key))[0]
         return LoadState(source_key, row["committed"], row["complete"])
 
@@ -114,16 +111,8 @@ class Neo4jWriter:
         )
         # Written in the background while the next batch is read and built; one batch in flight at
         # most, every other write waits for it, and its error surfaces at the next write or `close`.
-        self._wait()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgqa-neo4j-load")
-        self._pending = self._pool.submit(self._write_now, *steps)
+        self._in_flight.submit(self._write_now, *steps)
         state.committed = committed
-
-    def _wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
 
     def add_labels(self, labels: Iterable[tuple[str, str]]) -> None:
         aliases = [{"iri": iri, "text": text, "key": normalise_label(text)} for iri, text in labels]
@@ -143,5 +132,5 @@ class Neo4jWriter:
         state.complete = True
 
     def fact_count(self) -> int:
-        self._wait()
+        self._in_flight.wait()
         return self.reader()._query("count_facts")[0]["n"]

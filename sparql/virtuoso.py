@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from collections.abc import Iterable
 from itertools import islice
@@ -24,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import pyoxigraph as ox
 
 from kgqa.errors import StoreError
+from kgqa.inflight import OneInFlight
 from kgqa.sparql import escape
 from kgqa.sparql.endpoint import SparqlEndpointStore
 from kgqa.sparql.writer import RdfWriter
@@ -85,8 +85,7 @@ class VirtuosoWriter(RdfWriter):
         self.load_dir = Path(load_dir)
         self.server_dir = Path(server_dir) if server_dir else self.load_dir
         self.load_dir.mkdir(parents=True, exist_ok=True)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future[None] | None = None
+        self._in_flight = OneInFlight("kgqa-virtuoso-load")
 
     @classmethod
     def from_url(cls, url: str, kg: str) -> "VirtuosoWriter":
@@ -104,31 +103,20 @@ class VirtuosoWriter(RdfWriter):
         """Loaded in the background, so that the next batch is read and built meanwhile (MetaQA: 3.5 s
         → 2.8 s); one batch in flight at most, and every other write waits for it first. Its marker
         still follows its quads, and an error surfaces at the next write or at `close`."""
-        self._wait()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgqa-virtuoso-load")
-        self._pending = self._pool.submit(self._load_batch, quads, marker)
+        self._in_flight.submit(self._load_batch, quads, marker)
 
     def _load_batch(self, quads: list[ox.Quad], marker: ox.Quad) -> None:
         self._write(quads, bulk=True)
         self._write([marker], bulk=False)
 
-    def _wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
-
     def close(self) -> None:
         try:
-            self._wait()
+            self._in_flight.close()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
             super().close()
 
     def _add(self, quads: Iterable[ox.Quad], bulk: bool) -> None:
-        self._wait()  # bulk loads must not overlap: rdf_loader_run takes any file ld_dir listed
+        self._in_flight.wait()  # bulk loads must not overlap: rdf_loader_run takes any file ld_dir listed
         self._write(quads, bulk)
 
     def _write(self, quads: Iterable[ox.Quad], bulk: bool) -> None:
@@ -155,7 +143,7 @@ class VirtuosoWriter(RdfWriter):
                 raise StoreError(f"Virtuoso's bulk loader rejected a batch: {out.strip()[-1000:]}")
 
     def _recount(self) -> None:
-        self._wait()
+        self._in_flight.wait()
         # In the database, in SQL: no million-row result crosses the wire or meets ResultSetMaxRows.
         graphs = {"fanout": self.ns.fanout_graph, "fanin": self.ns.fanin_graph, "meta": self.ns.meta_graph, "data": self.ns.data_graph}
         for name, graph in graphs.items():
@@ -168,5 +156,5 @@ class VirtuosoWriter(RdfWriter):
         self.isql.run("log_enable(2, 1)", *(statement for statement in text.split(";\n") if statement.strip()))
 
     def _flush(self) -> None:
-        self._wait()
+        self._in_flight.wait()
         self.isql.run("checkpoint")

@@ -202,3 +202,25 @@ def test_labels_file_gives_readable_names_to_ids(tmp_path):
     assert reader.labels([NS.entity("/m/01")]) == {NS.entity("/m/01"): "Kismet"}  # the given name, not the id
     assert reader.resolve(["kismet"])["kismet"][0].entity.iri == NS.entity("/m/01")
     assert reader.resolve(["/m/02"])["/m/02"][0].entity.label == "/m/02"  # ids still resolve
+
+
+def test_a_background_write_keeps_order_and_its_error_surfaces():
+    from kgqa.inflight import OneInFlight
+
+    done: list[int] = []
+    writes = OneInFlight("test-load")
+
+    def write(n: int) -> None:
+        if n == 3:
+            raise RuntimeError("batch 3 refused")
+        done.append(n)
+
+    writes.submit(write, 1)
+    writes.submit(write, 2)
+    writes.submit(write, 3)
+    with pytest.raises(RuntimeError, match="batch 3 refused"):
+        writes.submit(write, 4)  # waits for batch 3 first, and says what failed
+    assert done == [1, 2]
+    writes.submit(write, 5)
+    writes.close()
+    assert done == [1, 2, 5]
