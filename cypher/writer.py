@@ -4,13 +4,14 @@ batch as one write transaction of UNWIND … MERGE (idempotent) that also record
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import neo4j
 from neo4j.exceptions import Neo4jError
 
-from kgqa.cypher.connection import Neo4jTarget, explain
+from kgqa.cypher.connection import Neo4jStoreError, Neo4jTarget, explain
 from kgqa.cypher.queries import cypher, statements
 from kgqa.cypher.store import Neo4jStore
 from kgqa.inflight import OneInFlight
@@ -19,6 +20,7 @@ from kgqa.namespace import check_kg_name, local_name
 from kgqa.store import LoadState, SourceFact
 
 INDEX_WAIT_S = 300
+log = logging.getLogger(__name__)
 
 
 class Neo4jWriter:
@@ -127,7 +129,10 @@ class Neo4jWriter:
         # Fresh index statistics before the first question: with the ones sampled while the indexes
         # were empty, the planner may scan a group-key index instead of seeking it (seen in tests:
         # a 5,000-edge hub read whole).
-        self._auto("replan", "CALL db.prepareForReplanning($seconds)", seconds=INDEX_WAIT_S)
+        try:
+            self._auto("replan", "CALL db.prepareForReplanning($seconds)", seconds=INDEX_WAIT_S)
+        except Neo4jStoreError as exc:  # e.g. a loading user without the right to call it
+            log.warning("index statistics not refreshed after the load (%s); Neo4j resamples them later", exc)
         self._write(("mark_progress", {"source": self._source(state.source_key), "committed": state.committed, "complete": True}))
         state.complete = True
 
