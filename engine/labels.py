@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 from kgqa.namespace import local_name
 from kgqa.types import Entity, LinkedEntity

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from kgqa.store import ExpandsAllHops, GraphStore
-from kgqa.types import Edge
 from kgqa.subgraph import RetrievalTrace, Subgraph
+from kgqa.types import Edge
 
 DEFAULT_HOPS = 3
 DEFAULT_LAMBDA = 100

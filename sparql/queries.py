@@ -6,6 +6,7 @@ import re
 from functools import cache
 from importlib import resources
 
+from kgqa.errors import StoreError
 from kgqa.namespace import KGNamespace
 from kgqa.sparql.escape import SparqlTerm, iri
 
@@ -28,6 +29,24 @@ def render(name: str, **terms: SparqlTerm) -> str:
     if missing:
         raise KeyError(f"{name}.rq needs {sorted(missing)}")
     return _SLOT.sub(lambda m: terms[m.group(1)], text)
+
+
+_SQL_SAFE_IRI = re.compile(r"^[A-Za-z0-9_:./\-]+$")  # our own graph IRIs (urn:kgqa:kg:NAME:data)
+
+
+def sql_statements(name: str, **iris: str) -> list[str]:
+    """The `;`-terminated statements of `name.sql` (Virtuoso, loader side only), `{{slot}}`s filled
+    with IRIs that need no SQL quoting (anything else is refused)."""
+    for slot, value in iris.items():
+        if not _SQL_SAFE_IRI.match(value):
+            raise StoreError(f"{name}.sql: {slot} IRI {value!r} cannot be written into SQL")
+    text = resources.files(__package__).joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+    missing = set(_SLOT.findall(text)) - iris.keys()
+    if missing:
+        raise KeyError(f"{name}.sql needs {sorted(missing)}")
+    text = _SLOT.sub(lambda m: iris[m.group(1)], text)
+    return [statement.strip() for statement in text.split(";\n") if statement.strip()]
 
 
 def graph_terms(ns: KGNamespace) -> dict[str, SparqlTerm]:

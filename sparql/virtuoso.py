@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import uuid
-from importlib import resources
 from collections.abc import Iterable
 from itertools import islice
 from pathlib import Path
@@ -26,11 +25,11 @@ from kgqa.errors import StoreError
 from kgqa.inflight import OneInFlight
 from kgqa.sparql import escape
 from kgqa.sparql.endpoint import SparqlEndpointStore
+from kgqa.sparql.queries import sql_statements
 from kgqa.sparql.writer import RdfWriter
 
 CHUNK = 500_000  # quads per bulk-loader file
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
-_SQL_SAFE_IRI = re.compile(r"^[A-Za-z0-9_:./\-]+$")  # our own graph IRIs (urn:kgqa:kg:NAME:data)
 
 
 class Isql:
@@ -101,7 +100,7 @@ class VirtuosoWriter(RdfWriter):
 
     def _add_batch(self, quads: list[ox.Quad], marker: ox.Quad) -> None:
         """Loaded in the background, so that the next batch is read and built meanwhile (MetaQA: 3.5 s
-        → 2.8 s); one batch in flight at most, and every other write waits for it first. Its marker
+        → 2.9 s); one batch in flight at most, and every other write waits for it first. Its marker
         still follows its quads, and an error surfaces at the next write or at `close`."""
         self._in_flight.submit(self._load_batch, quads, marker)
 
@@ -146,14 +145,7 @@ class VirtuosoWriter(RdfWriter):
         self._in_flight.wait()
         # In the database, in SQL: no million-row result crosses the wire or meets ResultSetMaxRows.
         graphs = {"fanout": self.ns.fanout_graph, "fanin": self.ns.fanin_graph, "meta": self.ns.meta_graph, "data": self.ns.data_graph}
-        for name, graph in graphs.items():
-            if not _SQL_SAFE_IRI.match(graph):
-                raise StoreError(f"graph IRI {graph!r} cannot be written into SQL")
-        text = resources.files(__package__).joinpath("virtuoso_counts.sql").read_text(encoding="utf-8")
-        text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
-        for name, graph in graphs.items():
-            text = text.replace("{{" + name + "}}", graph)
-        self.isql.run("log_enable(2, 1)", *(statement for statement in text.split(";\n") if statement.strip()))
+        self.isql.run("log_enable(2, 1)", *sql_statements("virtuoso_counts", **graphs))
 
     def _flush(self) -> None:
         self._in_flight.wait()

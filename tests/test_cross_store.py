@@ -45,6 +45,7 @@ def _assert_same(stores: dict, topics: list[str], hops: int, lam: int) -> None:
     for name, sg in results.items():
         assert sg.edge_set() == reference.edge_set(), (name, topics, hops, lam)
         assert sg.nodes == reference.nodes and sg.node_labels == reference.node_labels, (name, topics, hops, lam)
+        assert sg.relations == reference.relations and sg.relation_labels == reference.relation_labels, (name, topics, hops, lam)
     # one round trip per hop (+ labels); an endpoint with a VALUES limit may slice long lists
     assert reference.trace.round_trips <= hops + 1
 

@@ -57,3 +57,18 @@ def test_iri_pairs_escape_every_iri_and_never_render_an_empty_block():
     assert iri_pairs([]) == f"(<{NO_MATCH}> <{NO_MATCH}>)"
     with pytest.raises(ValueError):
         iri_pairs([("http://a/1", "http://a/r> } DROP ALL {")])
+
+
+def test_sql_statements_take_only_iris_that_need_no_quoting():
+    from kgqa.errors import StoreError
+    from kgqa.namespace import KGNamespace
+    from kgqa.sparql.queries import sql_statements
+
+    ns = KGNamespace("metaqa")
+    graphs = {"fanout": ns.fanout_graph, "fanin": ns.fanin_graph, "meta": ns.meta_graph, "data": ns.data_graph}
+    statements = sql_statements("virtuoso_counts", **graphs)
+    assert len(statements) == 6 and all(ns.data_graph in s or "DELETE" in s for s in statements)
+    assert not any("{{" in s or s.startswith("--") for s in statements)
+    for hostile in ("urn:x'); DELETE FROM DB.DBA.RDF_QUAD; --", "urn:a b", "urn:é"):
+        with pytest.raises(StoreError, match="cannot be written into SQL"):
+            sql_statements("virtuoso_counts", **{**graphs, "data": hostile})
