@@ -19,6 +19,9 @@ from kgqa.namespace import KGNamespace
 from kgqa.store import GraphWriter, SourceFact
 
 DEFAULT_BATCH = 20_000
+# The first batch is smaller, so that a store that writes in the background (Virtuoso, Neo4j) starts
+# while the rest of the file is read rather than after a whole batch has been built.
+FIRST_BATCH = 2_000
 Progress = Callable[[int, int], None]  # (bytes read so far, bytes in total)
 
 
@@ -77,9 +80,11 @@ def load_file(
     batch: list[SourceFact] = []
     labels: list[tuple[str, str]] = []
     last_position = state.committed
+    limit = min(batch_size, FIRST_BATCH)
 
     def flush(upto: int) -> None:
-        nonlocal batch, labels
+        nonlocal batch, labels, limit
+        limit = batch_size
         if labels:
             writer.add_labels(labels)  # type: ignore[attr-defined]
             report.labels_written += len(labels)
@@ -105,7 +110,7 @@ def load_file(
             batch.append(item)
         elif isinstance(item, Label):
             labels.append((item.iri, item.label))
-        if len(batch) + len(labels) >= batch_size:
+        if len(batch) + len(labels) >= limit:
             flush(record.position)
     if last_position > state.committed or batch or labels:
         flush(last_position)

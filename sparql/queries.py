@@ -21,10 +21,30 @@ def template(name: str) -> str:
 def render(name: str, **terms: SparqlTerm) -> str:
     """Fill `{{slot}}`s of `name.rq` (terms it has no slot for are ignored). Values must come from
     `kgqa.sparql.escape`."""
+    return _fill(name, template(name), terms)
+
+
+def render_union(name: str, branches: dict[str, dict[str, SparqlTerm]], **shared: SparqlTerm) -> str | None:
+    """`name.rq` with only the branches named in `branches` (each with its own slot values), joined by
+    UNION: a branch is the text after a line `# @branch NAME`, up to the next such line or `# @end`.
+    None when no branch is left (nothing to ask). Virtuoso compiles every branch it is sent, so an
+    empty one is left out rather than sent with a VALUES row that matches nothing."""
+    head, rest = template(name).split("# @branch ", 1)
+    body, tail = rest.split("# @end\n", 1)
+    texts = dict(part.split("\n", 1) for part in ("# @branch " + body).split("# @branch ")[1:])
+    unknown = branches.keys() - texts.keys()
+    if unknown:
+        raise KeyError(f"{name}.rq has no branch {sorted(unknown)}")
+    kept = [_fill(name, texts[b].rstrip("\n"), {**shared, **terms}) for b, terms in branches.items()]
+    if not kept:
+        return None
+    return _fill(name, head, shared) + "\n  UNION\n".join(kept) + "\n" + _fill(name, tail, shared)
+
+
+def _fill(name: str, text: str, terms: dict[str, SparqlTerm]) -> str:
     for slot, value in terms.items():
         if not isinstance(value, SparqlTerm):
             raise TypeError(f"slot {slot!r} of {name}.rq got {type(value).__name__}, not an escaped SparqlTerm")
-    text = template(name)
     missing = set(_SLOT.findall(text)) - terms.keys()
     if missing:
         raise KeyError(f"{name}.rq needs {sorted(missing)}")

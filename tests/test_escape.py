@@ -72,3 +72,33 @@ def test_sql_statements_take_only_iris_that_need_no_quoting():
     for hostile in ("urn:x'); DELETE FROM DB.DBA.RDF_QUAD; --", "urn:a b", "urn:é"):
         with pytest.raises(StoreError, match="cannot be written into SQL"):
             sql_statements("virtuoso_counts", **{**graphs, "data": hostile})
+
+
+def test_render_union_sends_only_the_branches_asked_for_and_each_parses():
+    from itertools import combinations
+
+    from kgqa.namespace import KGNamespace
+    from kgqa.sparql.queries import graph_terms, render_union
+
+    graphs = graph_terms(KGNamespace("demo"))
+    pairs = escape.iri_pairs([("urn:kgqa:kg:demo:e:a", "urn:kgqa:kg:demo:r:b")])
+    reached = escape.iri_list(["urn:kgqa:kg:demo:e:c"])
+    terms = {
+        "read_out": {"pairs": pairs}, "read_in": {"pairs": pairs},
+        "probe_out": {"pairs": pairs, "reached": reached}, "probe_in": {"pairs": pairs, "reached": reached},
+        "labels": {"entities": reached},
+    }
+    assert render_union("expand_members", {}, **graphs) is None
+    store = ox.Store()
+    for k in range(1, len(terms) + 1):
+        for names in combinations(terms, k):
+            text = render_union("expand_members", {n: terms[n] for n in names}, **graphs)
+            assert text is not None and text.count("UNION") == k - 1
+            assert ("FILTER EXISTS" in text) == any(n.startswith("probe") for n in names)
+            assert list(store.query(text)) == []  # a real parser accepts it
+    with pytest.raises(KeyError, match="no branch"):
+        render_union("expand_members", {"drop_all": {}}, **graphs)
+    with pytest.raises(KeyError, match="needs"):
+        render_union("expand_members", {"probe_out": {"pairs": pairs}}, **graphs)  # no reached list
+    with pytest.raises(TypeError):
+        render_union("expand_members", {"labels": {"entities": "<urn:x:y>"}}, **graphs)  # a raw str is refused

@@ -113,6 +113,26 @@ def test_loading_twice_keeps_the_count(tmp_path):
     assert second.already_complete and forced.facts_written == 1001
 
 
+def test_the_first_batch_is_small_and_the_rest_full(tmp_path):
+    """A background writer starts on a small first batch while the rest is read; no fact is lost or
+    written twice at the seams, and the progress record is the position of each batch's last line."""
+    from kgqa.loaders.load import FIRST_BATCH
+
+    path = tmp_path / "kb.txt"
+    n = FIRST_BATCH + 2 * 3000 + 17
+    path.write_text("".join(f"m{i}|r{i % 3}|e{i % 50}\n" for i in range(n)), encoding="utf-8")
+    w = _writer()
+    sizes, marks = [], []
+    write = w.write_batch
+    w.write_batch = lambda facts, state, committed: (sizes.append(len(facts)), marks.append(committed), write(facts, state, committed))  # type: ignore[method-assign]
+    report = load_file(w, path, batch_size=3000)
+    assert sizes == [FIRST_BATCH, 3000, 3000, 17] and report.facts_in_store == n
+    assert marks == [FIRST_BATCH, FIRST_BATCH + 3000, FIRST_BATCH + 6000, n]
+    sizes.clear()
+    load_file(w, path, batch_size=500, force=True)
+    assert sizes[:2] == [500, 500]  # never larger than asked
+
+
 def _kgqa(*args: str) -> list[str]:
     return [sys.executable, "-m", "kgqa", *args]
 
