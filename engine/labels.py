@@ -17,8 +17,11 @@ _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 @lru_cache(maxsize=1 << 16)
 def normalise_label(text: str) -> str:
     """Case-, accent- and punctuation-insensitive key: "The Wizard of Oz!" → "the wizard of oz"."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    no_marks = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    if text.isascii():  # NFKD leaves ASCII as it is, and it has no combining marks (most labels)
+        no_marks = text
+    else:
+        decomposed = unicodedata.normalize("NFKD", text)
+        no_marks = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(_NON_WORD.sub(" ", no_marks.casefold()).replace("_", " ").split())
 
 

@@ -109,14 +109,15 @@ def _delimited(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator
     with text:
         for number, line in enumerate(text, start=1):
             stripped = line.rstrip("\r\n")
-            if not stripped.strip() or stripped.lstrip().startswith("#"):
-                yield Record(number, None)
-                continue
+            if not stripped or stripped[0] in " \t#":  # the quick test first: most lines start with a name
+                if not stripped.strip() or stripped.lstrip().startswith("#"):
+                    yield Record(number, None)
+                    continue
             parts = stripped.split(sep)
             if len(parts) != 3:
                 yield Record(number, Bad(number, f"expected 3 fields separated by {sep!r}, found {len(parts)}", stripped))
                 continue
-            s, r, o = (p.strip() for p in parts)
+            s, r, o = parts[0].strip(), parts[1].strip(), parts[2].strip()
             if not (s and r and o):
                 yield Record(number, Bad(number, "empty subject, relation or object", stripped))
                 continue

@@ -66,3 +66,24 @@ def test_label_pages_list_each_pair_once_whatever_the_page_size():
     assert (ns.entity("m1"), "Movie One") in whole and (ns.entity("m1"), "m1") in whole
     for size in (1, 2, 3, 5):
         assert all_label_pages(store, size) == whole, size
+
+
+def test_normalised_labels_fold_case_accents_and_punctuation_on_both_paths():
+    import re
+    import string
+    import unicodedata
+
+    from kgqa.labels import normalise_label
+
+    assert normalise_label("The Wizard of Oz!") == "the wizard of oz"
+    assert normalise_label("Michèle  Morgan_(actress)") == "michele morgan actress"
+    assert normalise_label("ÉMILE ZOLA") == normalise_label("emile zola") == "emile zola"
+    assert normalise_label("Straße") == "strasse"  # casefold, not lower
+
+    def unicode_path(text: str) -> str:  # the full path, which the ASCII shortcut must agree with
+        no_marks = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+        return " ".join(re.sub(r"[^\w]+", " ", no_marks.casefold()).replace("_", " ").split())
+
+    for ch in string.printable:
+        text = f"Ab{ch}c D"
+        assert normalise_label(text) == unicode_path(text), repr(text)
