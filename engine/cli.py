@@ -14,6 +14,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 from kgqa.errors import EntityNotFound, KGQAError
+from kgqa.loaders.load import DEFAULT_BATCH, FIRST_BATCH
 from kgqa.retrieval import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
 from kgqa.store_url import default_store_url, open_store, open_writer
 
@@ -41,7 +42,7 @@ def load(
     fmt: Annotated[Optional[str], typer.Option("--format", help="metaqa | tsv | nt | ttl | labels (id<TAB>label) (default: from the file name)")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed lines and report how many")] = False,
     force: Annotated[bool, typer.Option("--force", help="Re-read a file that is already loaded completely")] = False,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 20_000,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help=f"Facts per batch (the first is at most {FIRST_BATCH:,}, so that a server starts writing early)")] = DEFAULT_BATCH,
 ) -> None:
     """Load triples into a store: batched, idempotent, resumable after a crash."""
     from kgqa.loaders import load_file
