@@ -77,6 +77,57 @@ def naive_neo4j(url: str, kg: str, facts: list[tuple[str, str, str]]) -> float:
         return len(facts) / (time.perf_counter() - started)
 
 
+def bench_store(store: str, tmp_path: Path, naive_facts: int) -> list[dict]:
+    """Both datasets into one freshly started server, which is stopped before the next store is
+    benched, so that no idle server shares the 2 cores with the loads being timed."""
+    rows = []
+    with ExitStack() as servers:
+        if store == "embedded":
+            url = ""  # one directory per dataset below: an embedded store admits one open writer
+        elif store == "oxigraph":
+            url = "oxigraph+" + servers.enter_context(OxigraphServer(tmp_path / "oxigraph")).url
+        elif store == "virtuoso":
+            virtuoso = servers.enter_context(VirtuosoServer(tmp_path / "virtuoso"))
+            url = virtuoso.writer_url
+        elif store == "neo4j":
+            url = servers.enter_context(Neo4jServer(tmp_path / "neo4j")).url
+        else:
+            raise SystemExit(f"unknown store {store!r}")
+        for i, (dataset, (path, fmt, sep)) in enumerate(DATASETS.items()):
+            kg = f"bench{i}"
+            writer = open_writer(url or f"oxigraph://{tmp_path / f'embedded-{i}'}", kg)
+            finish = writer.finish
+            recount: list[float] = []
+
+            def timed_finish(state, finish=finish, recount=recount):  # type: ignore[no-untyped-def]
+                t = time.perf_counter()
+                finish(state)
+                recount.append(time.perf_counter() - t)
+
+            writer.finish = timed_finish  # type: ignore[method-assign]
+            started = time.perf_counter()
+            report = load_file(writer, path, fmt)
+            seconds = time.perf_counter() - started
+            sample = first_facts(path, sep, naive_facts)
+            naive_kg = f"naive{i}"
+            if store == "neo4j":
+                naive_rate = naive_neo4j(url, naive_kg, sample)
+            elif store == "virtuoso":
+                naive_rate = naive_sparql(lambda st: virtuoso.isql(*("SPARQL " + s for s in st)), naive_kg, sample)
+            else:  # the same writer's update channel (an embedded store admits one writer)
+                naive_rate = naive_sparql(lambda st: [writer._update(s) for s in st], naive_kg, sample)  # type: ignore[attr-defined]
+            writer.close()
+            row = {
+                "store": store, "dataset": dataset, "facts": report.facts_in_store, "seconds": seconds,
+                "facts_per_s": report.facts_in_store / seconds,
+                "facts_only_per_s": report.facts_in_store / (seconds - sum(recount)),
+                "recount_s": sum(recount), "naive_facts_per_s": naive_rate, "naive_sample": len(sample),
+            }
+            rows.append(row)
+            print(f"{store} {dataset}: {row['facts_per_s']:,.0f} facts/s (naive {naive_rate:,.0f}/s)", file=sys.stderr)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stores", default="embedded,oxigraph,virtuoso,neo4j")
@@ -88,52 +139,10 @@ def main() -> int:
         print(f"needs {', '.join(missing)}", file=sys.stderr)
         return 2
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, ExitStack() as servers:
+    with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         for store in args.stores.split(","):
-            if store == "embedded":
-                url = ""  # one directory per dataset below: an embedded store admits one open writer
-            elif store == "oxigraph":
-                url = "oxigraph+" + servers.enter_context(OxigraphServer(tmp_path / "oxigraph")).url
-            elif store == "virtuoso":
-                virtuoso = servers.enter_context(VirtuosoServer(tmp_path / "virtuoso"))
-                url = virtuoso.writer_url
-            elif store == "neo4j":
-                url = servers.enter_context(Neo4jServer(tmp_path / "neo4j")).url
-            else:
-                raise SystemExit(f"unknown store {store!r}")
-            for i, (dataset, (path, fmt, sep)) in enumerate(DATASETS.items()):
-                kg = f"bench{i}"
-                writer = open_writer(url or f"oxigraph://{tmp_path / f'embedded-{i}'}", kg)
-                finish = writer.finish
-                recount: list[float] = []
-
-                def timed_finish(state, finish=finish, recount=recount):  # type: ignore[no-untyped-def]
-                    t = time.perf_counter()
-                    finish(state)
-                    recount.append(time.perf_counter() - t)
-
-                writer.finish = timed_finish  # type: ignore[method-assign]
-                started = time.perf_counter()
-                report = load_file(writer, path, fmt)
-                seconds = time.perf_counter() - started
-                sample = first_facts(path, sep, args.naive_facts)
-                naive_kg = f"naive{i}"
-                if store == "neo4j":
-                    naive_rate = naive_neo4j(url, naive_kg, sample)
-                elif store == "virtuoso":
-                    naive_rate = naive_sparql(lambda st: virtuoso.isql(*("SPARQL " + s for s in st)), naive_kg, sample)
-                else:  # the same writer's update channel (an embedded store admits one writer)
-                    naive_rate = naive_sparql(lambda st: [writer._update(s) for s in st], naive_kg, sample)  # type: ignore[attr-defined]
-                writer.close()
-                row = {
-                    "store": store, "dataset": dataset, "facts": report.facts_in_store, "seconds": seconds,
-                    "facts_per_s": report.facts_in_store / seconds,
-                    "facts_only_per_s": report.facts_in_store / (seconds - sum(recount)),
-                    "recount_s": sum(recount), "naive_facts_per_s": naive_rate, "naive_sample": len(sample),
-                }
-                rows.append(row)
-                print(f"{store} {dataset}: {row['facts_per_s']:,.0f} facts/s (naive {naive_rate:,.0f}/s)", file=sys.stderr)
+            rows += bench_store(store, tmp_path, args.naive_facts)
     print("\n## Load throughput (2 cores; servers on loopback)\n")
     print("| store | dataset | facts | load s | facts/s (load) | facts/s (facts only) | recount s | naive facts/s (one per statement) | speed-up |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
