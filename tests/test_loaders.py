@@ -209,6 +209,43 @@ def test_killed_load_into_a_server_resumes_to_the_exact_count(tmp_path, request,
     _resume_and_check(cmd, lambda: open_writer(url, "killed"), path, unique)
 
 
+def test_virtuoso_killed_mid_load_loses_no_fact_its_progress_vouches_for(tmp_path):
+    """The server, not the loader, dies (SIGKILL) mid-load and restarts on the same database. The
+    bulk loader's quads are not in Virtuoso's transaction log until a checkpoint, so a progress
+    record must not outlive the facts it vouches for; the rerun then ends at the exact count."""
+    from launchers import VirtuosoServer
+
+    from kgqa import open_writer
+    from kgqa.loaders.load import source_key
+
+    unique = 200_000
+    path = _big_tsv(tmp_path / "big.tsv", unique)
+    database = tmp_path / "virtuoso"
+    key = source_key(path, "tsv")
+    with VirtuosoServer(database) as server:
+        load = subprocess.Popen(_kgqa("load", str(path), "--kg", "crash", "--store", server.writer_url, "--batch-size", "5000"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        watcher = open_writer(server.writer_url, "crash")
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and load.poll() is None and watcher.load_state(key).committed < 20_000:
+            time.sleep(0.05)
+        assert load.poll() is None, "the load ended before the server could be killed"
+        server.proc.kill()  # type: ignore[union-attr]
+        server.proc.wait()  # type: ignore[union-attr]
+        assert load.wait(120) != 0  # its server is gone
+        watcher.close()
+    (database / "virtuoso.lck").unlink(missing_ok=True)  # what a crash leaves behind
+    with VirtuosoServer(database) as restarted:
+        writer = open_writer(restarted.writer_url, "crash")
+        committed = writer.load_state(key).committed
+        assert writer.fact_count() >= committed  # the first `unique` lines are distinct facts
+        writer.close()
+        cmd = _kgqa("load", str(path), "--kg", "crash", "--store", restarted.writer_url, "--batch-size", "5000")
+        rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        assert rerun.returncode == 0, rerun.stderr
+        assert f"now holds {unique:,} facts" in rerun.stdout
+
+
 def test_labels_file_gives_readable_names_to_ids(tmp_path):
     (tmp_path / "kb.tsv").write_text("/m/01\t/film/directed_by\t/m/02\n", encoding="utf-8")
     (tmp_path / "names.tsv").write_text("/m/01\tKismet\n/m/02\tWilliam Dieterle\nbroken line\n", encoding="utf-8")
