@@ -128,7 +128,7 @@ class SparqlReader:
                     seen.asked.update(to_label)  # type: ignore[union-attr]
                     to_label = []
                 rows += self._select_union("expand_members", branches)
-        edges = []
+        edges: dict[Edge, None] = {}  # an entity with several labels comes back once per label
         for r in rows:
             if "e" in r:
                 seen.add(r["e"], r["label"], r.get("preferred"))  # type: ignore[union-attr]
@@ -136,12 +136,12 @@ class SparqlReader:
             inv = r["inv"] in ("true", "1")
             n = sizes[(r["s"], r["r"], inv)]
             if n <= lam or r["o"] in reached:
-                edges.append(Edge(r["s"], r["r"], inv, r["o"]))
+                edges[Edge(r["s"], r["r"], inv, r["o"])] = None
             if seen is not None and n <= scan_limit:  # a group read whole: its rows carry the labels
                 seen.asked.add(r["o"])
                 if "label" in r:
                     seen.add(r["o"], r["label"], r.get("preferred"))
-        return edges
+        return list(edges)
 
     def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
         """What `retrieve` asks hop by hop, and the labels. Where a hop is two queries (Virtuoso), the
