@@ -61,11 +61,9 @@ def iri_list(values: list[str] | tuple[str, ...] | set[str]) -> SparqlTerm:
     return SparqlTerm(" ".join(iri(v) for v in values))
 
 
-NO_MATCH = "urn:kgqa:no-match"
-
-
 def iri_pairs(pairs: list[tuple[str, str]]) -> SparqlTerm:
-    """Rows of a two-variable VALUES block: `(<a> <b>) (<c> <d>)`. An empty list becomes one row
-    that matches nothing (an empty block is valid SPARQL, but not every engine accepts it)."""
-    rows = pairs or [(NO_MATCH, NO_MATCH)]
-    return SparqlTerm(" ".join(f"({iri(a)} {iri(b)})" for a, b in rows))
+    """Rows of a two-variable VALUES block: `(<a> <b>) (<c> <d>)`. An empty list is refused: a query
+    leaves out the branch instead (`queries.render_union`; not every engine accepts an empty block)."""
+    if not pairs:
+        raise ValueError("iri_pairs needs at least one pair")
+    return SparqlTerm(" ".join(f"({iri(a)} {iri(b)})" for a, b in pairs))

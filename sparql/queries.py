@@ -29,26 +29,37 @@ def render_union(name: str, branches: dict[str, dict[str, SparqlTerm]], **shared
     UNION: a branch is the text after a line `# @branch NAME`, up to the next such line or `# @end`.
     None when no branch is left (nothing to ask). Virtuoso compiles every branch it is sent, so an
     empty one is left out rather than sent with a VALUES row that matches nothing."""
-    head, rest = template(name).split("# @branch ", 1)
-    body, tail = rest.split("# @end\n", 1)
-    texts = dict(part.split("\n", 1) for part in ("# @branch " + body).split("# @branch ")[1:])
+    head, texts, tail = _branches(name)
     unknown = branches.keys() - texts.keys()
     if unknown:
         raise KeyError(f"{name}.rq has no branch {sorted(unknown)}")
-    kept = [_fill(name, texts[b].rstrip("\n"), {**shared, **terms}) for b, terms in branches.items()]
+    kept = [_fill(name, texts[b], {**shared, **terms}) for b, terms in branches.items()]
     if not kept:
         return None
     return _fill(name, head, shared) + "\n  UNION\n".join(kept) + "\n" + _fill(name, tail, shared)
+
+
+@cache
+def _branches(name: str) -> tuple[str, dict[str, str], str]:
+    """(text before the first branch, branch name → text, text after `# @end`) of `name.rq`."""
+    head, rest = template(name).split("# @branch ", 1)
+    body, tail = rest.split("# @end\n", 1)
+    texts = dict(part.split("\n", 1) for part in body.split("# @branch "))
+    return head, {b: text.rstrip("\n") for b, text in texts.items()}, tail
 
 
 def _fill(name: str, text: str, terms: dict[str, SparqlTerm]) -> str:
     for slot, value in terms.items():
         if not isinstance(value, SparqlTerm):
             raise TypeError(f"slot {slot!r} of {name}.rq got {type(value).__name__}, not an escaped SparqlTerm")
-    missing = set(_SLOT.findall(text)) - terms.keys()
+    return _substitute(f"{name}.rq", text, terms)
+
+
+def _substitute(file: str, text: str, values: dict[str, str]) -> str:
+    missing = set(_SLOT.findall(text)) - values.keys()
     if missing:
-        raise KeyError(f"{name}.rq needs {sorted(missing)}")
-    return _SLOT.sub(lambda m: terms[m.group(1)], text)
+        raise KeyError(f"{file} needs {sorted(missing)}")
+    return _SLOT.sub(lambda m: values[m.group(1)], text)
 
 
 _SQL_SAFE_IRI = re.compile(r"^[A-Za-z0-9_:./\-]+$")  # our own graph IRIs (urn:kgqa:kg:NAME:data)
@@ -62,10 +73,7 @@ def sql_statements(name: str, **iris: str) -> list[str]:
             raise StoreError(f"{name}.sql: {slot} IRI {value!r} cannot be written into SQL")
     text = resources.files(__package__).joinpath(f"{name}.sql").read_text(encoding="utf-8")
     text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
-    missing = set(_SLOT.findall(text)) - iris.keys()
-    if missing:
-        raise KeyError(f"{name}.sql needs {sorted(missing)}")
-    text = _SLOT.sub(lambda m: iris[m.group(1)], text)
+    text = _substitute(f"{name}.sql", text, iris)
     return [statement.strip() for statement in text.split(";\n") if statement.strip()]
 
 

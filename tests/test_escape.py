@@ -51,10 +51,11 @@ def test_numbers_and_renderer_take_only_escaped_terms():
 
 
 def test_iri_pairs_escape_every_iri_and_never_render_an_empty_block():
-    from kgqa.sparql.escape import NO_MATCH, iri_pairs
+    from kgqa.sparql.escape import iri_pairs
 
     assert iri_pairs([("http://a/1", "http://a/r")]) == "(<http://a/1> <http://a/r>)"
-    assert iri_pairs([]) == f"(<{NO_MATCH}> <{NO_MATCH}>)"
+    with pytest.raises(ValueError, match="at least one pair"):
+        iri_pairs([])
     with pytest.raises(ValueError):
         iri_pairs([("http://a/1", "http://a/r> } DROP ALL {")])
 

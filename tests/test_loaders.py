@@ -146,12 +146,18 @@ def _big_tsv(path: Path, unique: int) -> Path:
     return path
 
 
-def _kill_mid_load(cmd: list[str], started_enough) -> None:  # type: ignore[no-untyped-def]
+def _load_until(cmd: list[str], started_enough) -> subprocess.Popen:  # type: ignore[no-untyped-def]
+    """Start a `kgqa load` and return it, still running, once `started_enough()` holds."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and not started_enough():
         time.sleep(0.05)
-    assert proc.poll() is None, f"the load ended before it could be killed: {proc.stderr.read().decode()[-500:]}"
+    assert proc.poll() is None, f"the load ended before it could be killed: {proc.stderr.read().decode()[-500:]}"  # type: ignore[union-attr]
+    return proc
+
+
+def _kill_mid_load(cmd: list[str], started_enough) -> None:  # type: ignore[no-untyped-def]
+    proc = _load_until(cmd, started_enough)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
@@ -223,13 +229,9 @@ def test_virtuoso_killed_mid_load_loses_no_fact_its_progress_vouches_for(tmp_pat
     database = tmp_path / "virtuoso"
     key = source_key(path, "tsv")
     with VirtuosoServer(database) as server:
-        load = subprocess.Popen(_kgqa("load", str(path), "--kg", "crash", "--store", server.writer_url, "--batch-size", "5000"),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         watcher = open_writer(server.writer_url, "crash")
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and load.poll() is None and watcher.load_state(key).committed < 20_000:
-            time.sleep(0.05)
-        assert load.poll() is None, "the load ended before the server could be killed"
+        cmd = _kgqa("load", str(path), "--kg", "crash", "--store", server.writer_url, "--batch-size", "5000")
+        load = _load_until(cmd, lambda: watcher.load_state(key).committed >= 20_000)
         server.proc.kill()  # type: ignore[union-attr]
         server.proc.wait()  # type: ignore[union-attr]
         assert load.wait(120) != 0  # its server is gone
