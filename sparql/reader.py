@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from kgqa.errors import UnknownKG
+from kgqa.errors import StoreError, UnknownKG
 from kgqa.labels import display_label, resolved
 from kgqa.namespace import KGNamespace
 from kgqa.sparql import escape
@@ -17,6 +17,7 @@ from kgqa.store import RelationInfo, StoreCounts, WholeRetrieval
 from kgqa.types import Edge, LinkedEntity
 
 Row = dict[str, str]  # variable → lexical value; unbound variables are absent
+Sizes = dict[tuple[str, str, bool], int]  # (entity, relation, inverse) → the group's stored size
 
 
 def _slices(items: Sequence[str], size: int | None) -> list[Sequence[str]]:
@@ -90,18 +91,29 @@ class SparqlReader:
             if int(r["n"]) <= lam or r["o"] in reached
         ]
 
-    def _expand_two_step(
-        self, frontier: Sequence[str], reached: Collection[str], lam: int, seen: "LabelRows | None" = None,
-        also_label: Sequence[str] = (),
-    ) -> list[Edge]:
-        """The same hop as expand_hop.rq in two queries: group sizes first, then the members of the
-        groups to read (n <= max(λ, |reached|)) and probes of the larger ones, as (s, r) rows. The
-        labels of the entities read, of `also_label` and of the hop's relations are added to `seen`."""
-        scan_limit = max(lam, len(reached))
-        sizes: dict[tuple[str, str, bool], int] = {}
+    def _group_sizes(self, frontier: Sequence[str]) -> Sizes:
+        """The stored size of every (entity, relation, direction) group of `frontier` (expand_groups.rq)."""
+        sizes: Sizes = {}
         for part in _slices(frontier, self.max_values):
             for r in self._select("expand_groups", frontier=escape.iri_list(part)):
                 sizes[(r["s"], r["r"], r["inv"] in ("true", "1"))] = int(r["n"])
+        return sizes
+
+    def _expand_two_step(
+        self, frontier: Sequence[str], reached: Collection[str], lam: int, seen: "LabelRows | None" = None,
+        also_label: Sequence[str] = (), sizes: Sizes | None = None, next_sizes: Sizes | None = None,
+    ) -> list[Edge]:
+        """The same hop as expand_hop.rq in two queries: group sizes first (unless `sizes` has them,
+        brought by the previous hop), then the members of the groups to read (n <= max(λ, |reached|))
+        and probes of the larger ones, as (s, r) rows. The labels of the entities read, of `also_label`
+        and of the hop's relations are added to `seen`; where `next_sizes` is given, the group sizes of
+        the entities read are added to it, for the next hop."""
+        scan_limit = max(lam, len(reached))
+        if sizes is None:
+            sizes = self._group_sizes(frontier)
+        else:
+            wanted = set(frontier)
+            sizes = {group: n for group, n in sizes.items() if group[0] in wanted}
         lists: list[list[tuple[str, str]]] = [[], [], [], []]  # read out, read in, probe out, probe in
         for (s, r, inv), n in sorted(sizes.items()):
             lists[(2 if n > scan_limit else 0) + int(inv)].append((s, r))
@@ -118,8 +130,11 @@ class SparqlReader:
             for k, some_reached in enumerate(reached_slices):
                 branches: dict[str, dict[str, escape.SparqlTerm]] = {}
                 if k == 0:  # further reached slices only matter to probes
-                    branches |= {"read_out": {"pairs": escape.iri_pairs(read_out)}} if read_out else {}
-                    branches |= {"read_in": {"pairs": escape.iri_pairs(read_in)}} if read_in else {}
+                    for name, pairs in (("read_out", read_out), ("read_in", read_in)):
+                        if pairs:
+                            branches[name] = {"pairs": escape.iri_pairs(pairs)}
+                            if next_sizes is not None:
+                                branches["sizes" + name[4:]] = branches[name]
                 reached_terms = escape.iri_list(some_reached)
                 branches |= {"probe_out": {"pairs": escape.iri_pairs(probe_out), "reached": reached_terms}} if probe_out else {}
                 branches |= {"probe_in": {"pairs": escape.iri_pairs(probe_in), "reached": reached_terms}} if probe_in else {}
@@ -132,6 +147,13 @@ class SparqlReader:
         for r in rows:
             if "e" in r:
                 seen.add(r["e"], r["label"], r.get("preferred"))  # type: ignore[union-attr]
+                continue
+            if "o" not in r or ("inv" in r) == ("g" in r):
+                # Seen on Virtuoso 7 while the size branches named their entity ?c: read_in rows came
+                # back without ?o, depending on the plan. A row like that must never pass as an edge.
+                raise StoreError(f"expand_members.rq on KG {self.kg!r}: the store returned a row that is not an edge, a group size or a label: {r}")
+            if "g" in r:
+                next_sizes[(r["o"], r["g"], r["ginv"] in ("true", "1"))] = int(r["n"])  # type: ignore[index]
                 continue
             inv = r["inv"] in ("true", "1")
             n = sizes[(r["s"], r["r"], inv)]
@@ -147,16 +169,22 @@ class SparqlReader:
         """What `retrieve` asks hop by hop, and the labels. Where a hop is two queries (Virtuoso), the
         second brings the labels of the entities it reads, of the hop's relations and (hop 1) of
         the topics, so that no closing labels query is needed (2-hop λ=100 around a director's
-        films, a labels query of ~230 IRIs took 17 ms; one of topics and relations ~1 ms)."""
+        films, a labels query of ~230 IRIs took 17 ms; one of topics and relations ~1 ms), and the
+        group sizes of the entities it reads, so that only hop 1 asks for sizes: k + 1 queries."""
         reached = dict.fromkeys(topics)
         frontier = list(reached)
         found: list[tuple[Edge, int]] = []
         seen = LabelRows()
+        sizes: Sizes | None = None  # the frontier's group sizes, where the previous hop brought them
         for hop in range(1, hops + 1):
             if not frontier:
                 break
             if self.expand_round_trips == 2:
-                edges = self._expand_two_step(frontier, reached, lam, seen, also_label=topics if hop == 1 else ())
+                next_sizes: Sizes | None = {} if hop < hops else None
+                edges = self._expand_two_step(
+                    frontier, reached, lam, seen, also_label=topics if hop == 1 else (), sizes=sizes, next_sizes=next_sizes
+                )
+                sizes = next_sizes
             else:
                 edges = self.expand(frontier, reached, lam)
             frontier = list(dict.fromkeys(e.tail for e in edges if e.tail not in reached))
