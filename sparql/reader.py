@@ -31,7 +31,8 @@ class SparqlReader:
     #: a few thousand ("SP030: Too many arguments"); longer lists are sent in slices, one round trip each.
     max_values: int | None = None
     #: How many queries one hop sends: 1 (expand_hop.rq), or 2 (expand_groups.rq, then
-    #: expand_members.rq with subject and relation bound: for planners that would scan hubs).
+    #: expand_members.rq with subject and relation bound: for planners that would scan hubs; in a
+    #: whole retrieval the second also brings the next hop's group sizes: k hops, k + 1 queries).
     expand_round_trips: int = 1
 
     def __init__(self, kg: str):
