@@ -144,16 +144,8 @@ class SparqlEndpointStore(SparqlReader):
         i.e. all of a hub's edges (measured: 49 s for one retrieval next to a 300k-edge hub; the
         `sql:select-option "order"` pragma avoids that but made hop 2 ~30x slower), so there a hop
         is two queries whose data lookups always have subject and relation bound. In a whole
-        retrieval (`expand_hops`) the second also brings the next hop's group sizes, and hop 1 is one
-        query (`join_order_pragma`): k hops, k queries."""
+        retrieval (`expand_hops`) the second also brings the next hop's first: k hops, k + 1 queries."""
         return 2 if self.is_virtuoso else 1
-
-    @property
-    def join_order_pragma(self) -> str | None:  # type: ignore[override]
-        """Virtuoso's pragma for joining in the order written: hop 1 then is one query that starts
-        from the topics' group sizes (expand_first.rq). Measured on 60 MetaQA dev topics, hop 1 with
-        the next hop's group sizes: p50 1.81 → 1.40 ms (λ=10), 1.74 → 1.36 ms (λ=100), the same edges."""
-        return 'DEFINE sql:select-option "order"' if self.is_virtuoso else None
 
     def close(self) -> None:
         self._http.close()

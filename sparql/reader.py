@@ -32,12 +32,8 @@ class SparqlReader:
     max_values: int | None = None
     #: How many queries one hop sends: 1 (expand_hop.rq), or 2 (expand_groups.rq, then
     #: expand_members.rq with subject and relation bound: for planners that would scan hubs; in a
-    #: whole retrieval the second also brings the next hop's group sizes, and hop 1 is one query
-    #: where `join_order_pragma` is set: k hops, k queries).
+    #: whole retrieval the second also brings the next hop's group sizes: k hops, k + 1 queries).
     expand_round_trips: int = 1
-    #: Where a hop is two queries: the text that makes the store join in the order written (then hop 1
-    #: is one query, expand_first.rq), or None where there is no such text.
-    join_order_pragma: str | None = None
 
     def __init__(self, kg: str):
         self.ns = KGNamespace(kg)
@@ -148,29 +144,6 @@ class SparqlReader:
                     seen.asked.update(to_label)  # type: ignore[union-attr]
                     to_label = []
                 rows += self._select_union("expand_members", branches)
-        return self._take_rows("expand_members", rows, sizes, lam, scan_limit, reached, seen, next_sizes)
-
-    def _first_hop(self, topics: Sequence[str], lam: int, seen: "LabelRows", next_sizes: Sizes | None) -> list[Edge]:
-        """Hop 1 in one query (expand_first.rq, with `join_order_pragma`): the topics' group sizes,
-        members and probes, the topics' and their relations' labels (into `seen`) and, where
-        `next_sizes` is given, the group sizes of the entities read."""
-        scan_limit = max(lam, len(topics))
-        terms = {"topics": escape.iri_list(topics), "scan_limit": escape.integer(scan_limit)}
-        query = render_union("expand_first", {"read": terms} | ({"sizes": terms} if next_sizes is not None else {}), **self._graphs)
-        self.round_trips += 1
-        rows = self._execute("expand_first", f"{self.join_order_pragma}\n{query}")
-        sizes = {(r["s"], r["r"], r["inv"] in ("true", "1")): int(r["n"]) for r in rows if "inv" in r and "n" in r}
-        # Every label row of the topics and of their groups' relations is in.
-        seen.asked.update(topics)
-        seen.asked.update(r["r"] if "r" in r else r["e"] for r in rows if "r" in r or "e" in r)
-        return self._take_rows("expand_first", rows, sizes, lam, scan_limit, topics, seen, next_sizes)
-
-    def _take_rows(
-        self, name: str, rows: list[Row], sizes: Sizes, lam: int, scan_limit: int, reached: Collection[str],
-        seen: "LabelRows | None", next_sizes: Sizes | None,
-    ) -> list[Edge]:
-        """The hop's edges (APP: a group over λ keeps only edges into `reached`) from the rows of
-        expand_members.rq or expand_first.rq; label rows go to `seen`, group-size rows to `next_sizes`."""
         edges: dict[Edge, None] = {}  # an entity with several labels comes back once per label
         for r in rows:
             if "e" in r:
@@ -179,9 +152,9 @@ class SparqlReader:
             if "o" not in r or ("inv" in r) == ("g" in r):
                 # Seen on Virtuoso 7 while the size branches named their entity ?c: read_in rows came
                 # back without ?o, depending on the plan. A row like that must never pass as an edge.
-                raise StoreError(f"{name}.rq on KG {self.kg!r}: the store returned a row that is not an edge, a group size or a label: {r}")
+                raise StoreError(f"expand_members.rq on KG {self.kg!r}: the store returned a row that is not an edge, a group size or a label: {r}")
             if "g" in r:
-                next_sizes[(r["o"], r["g"], r["ginv"] in ("true", "1"))] = int(r["m"])  # type: ignore[index]
+                next_sizes[(r["o"], r["g"], r["ginv"] in ("true", "1"))] = int(r["n"])  # type: ignore[index]
                 continue
             inv = r["inv"] in ("true", "1")
             n = sizes[(r["s"], r["r"], inv)]
@@ -198,8 +171,7 @@ class SparqlReader:
         second brings the labels of the entities it reads, of the hop's relations and (hop 1) of
         the topics, so that no closing labels query is needed (2-hop λ=100 around a director's
         films, a labels query of ~230 IRIs took 17 ms; one of topics and relations ~1 ms), and the
-        group sizes of the entities it reads, so that only hop 1 needs sizes first, and it is one
-        query too where the store can force a join order (`_first_hop`): k hops, k queries."""
+        group sizes of the entities it reads, so that only hop 1 asks for sizes: k + 1 queries."""
         reached = dict.fromkeys(topics)
         frontier = list(reached)
         found: list[tuple[Edge, int]] = []
@@ -210,12 +182,9 @@ class SparqlReader:
                 break
             if self.expand_round_trips == 2:
                 next_sizes: Sizes | None = {} if hop < hops else None
-                if hop == 1 and self.join_order_pragma is not None and len(frontier) <= (self.max_values or len(frontier)):
-                    edges = self._first_hop(frontier, lam, seen, next_sizes)
-                else:
-                    edges = self._expand_two_step(
-                        frontier, reached, lam, seen, also_label=topics if hop == 1 else (), sizes=sizes, next_sizes=next_sizes
-                    )
+                edges = self._expand_two_step(
+                    frontier, reached, lam, seen, also_label=topics if hop == 1 else (), sizes=sizes, next_sizes=next_sizes
+                )
                 sizes = next_sizes
             else:
                 edges = self.expand(frontier, reached, lam)
