@@ -144,7 +144,8 @@ class SparqlEndpointStore(SparqlReader):
         i.e. all of a hub's edges (measured: 49 s for one retrieval next to a 300k-edge hub; the
         `sql:select-option "order"` pragma avoids that but made hop 2 ~30x slower), so there a hop
         is two queries whose data lookups always have subject and relation bound. In a whole
-        retrieval (`expand_hops`) the second also brings the next hop's first: k hops, k + 1 queries."""
+        retrieval (`expand_hops`) the second also brings the group sizes the next hop would
+        have asked for: k hops, k + 1 queries."""
         return 2 if self.is_virtuoso else 1
 
     def close(self) -> None:

@@ -20,6 +20,11 @@ Row = dict[str, str]  # variable → lexical value; unbound variables are absent
 Sizes = dict[tuple[str, str, bool], int]  # (entity, relation, inverse) → the group's stored size
 
 
+def is_true(value: str) -> bool:
+    """An xsd:boolean's lexical value (`BIND(true AS ?inv)` comes back as "true", or "1" from Virtuoso)."""
+    return value in ("true", "1")
+
+
 def _slices(items: Sequence[str], size: int | None) -> list[Sequence[str]]:
     if size is None or len(items) <= size:
         return [items]
@@ -87,7 +92,7 @@ class SparqlReader:
                 rows += self._select("expand_probe", frontier=front, reached=escape.iri_list(more), scan_limit=scan_limit)
         # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
         return [
-            Edge(r["s"], r["r"], r["inv"] in ("true", "1"), r["o"])
+            Edge(r["s"], r["r"], is_true(r["inv"]), r["o"])
             for r in rows
             if int(r["n"]) <= lam or r["o"] in reached
         ]
@@ -97,7 +102,7 @@ class SparqlReader:
         sizes: Sizes = {}
         for part in _slices(frontier, self.max_values):
             for r in self._select("expand_groups", frontier=escape.iri_list(part)):
-                sizes[(r["s"], r["r"], r["inv"] in ("true", "1"))] = int(r["n"])
+                sizes[(r["s"], r["r"], is_true(r["inv"]))] = int(r["n"])
         return sizes
 
     def _expand_two_step(
@@ -131,11 +136,11 @@ class SparqlReader:
             for k, some_reached in enumerate(reached_slices):
                 branches: dict[str, dict[str, escape.SparqlTerm]] = {}
                 if k == 0:  # further reached slices only matter to probes
-                    for name, pairs in (("read_out", read_out), ("read_in", read_in)):
+                    for read, sizes_of_read, pairs in (("read_out", "sizes_out", read_out), ("read_in", "sizes_in", read_in)):
                         if pairs:
-                            branches[name] = {"pairs": escape.iri_pairs(pairs)}
+                            branches[read] = {"pairs": escape.iri_pairs(pairs)}
                             if next_sizes is not None:
-                                branches["sizes" + name[4:]] = branches[name]
+                                branches[sizes_of_read] = branches[read]
                 reached_terms = escape.iri_list(some_reached)
                 branches |= {"probe_out": {"pairs": escape.iri_pairs(probe_out), "reached": reached_terms}} if probe_out else {}
                 branches |= {"probe_in": {"pairs": escape.iri_pairs(probe_in), "reached": reached_terms}} if probe_in else {}
@@ -153,10 +158,11 @@ class SparqlReader:
                 # Seen on Virtuoso 7 while the size branches named their entity ?c: read_in rows came
                 # back without ?o, depending on the plan. A row like that must never pass as an edge.
                 raise StoreError(f"expand_members.rq on KG {self.kg!r}: the store returned a row that is not an edge, a group size or a label: {r}")
-            if "g" in r:
-                next_sizes[(r["o"], r["g"], r["ginv"] in ("true", "1"))] = int(r["n"])  # type: ignore[index]
+            if "g" in r:  # sent only where next_sizes is wanted
+                if next_sizes is not None:
+                    next_sizes[(r["o"], r["g"], is_true(r["ginv"]))] = int(r["n"])
                 continue
-            inv = r["inv"] in ("true", "1")
+            inv = is_true(r["inv"])
             n = sizes[(r["s"], r["r"], inv)]
             if n <= lam or r["o"] in reached:
                 edges[Edge(r["s"], r["r"], inv, r["o"])] = None
@@ -227,10 +233,10 @@ class SparqlReader:
         if not frontier:
             return []
         rows = self._select("expand_all", frontier=escape.iri_list(frontier))
-        return [Edge(r["s"], r["r"], r["inv"] in ("true", "1"), r["o"]) for r in rows]
+        return [Edge(r["s"], r["r"], is_true(r["inv"]), r["o"]) for r in rows]
 
     def relations_of(self, entity: str) -> list[tuple[str, bool]]:
-        return [(r["r"], r["inv"] in ("true", "1")) for r in self._select("relations_of", entity=escape.iri(entity))]
+        return [(r["r"], is_true(r["inv"])) for r in self._select("relations_of", entity=escape.iri(entity))]
 
     def neighbours(self, entity: str, relation: str, inverse: bool) -> list[str]:
         name = "neighbours_in" if inverse else "neighbours_out"

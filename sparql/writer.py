@@ -13,7 +13,7 @@ from kgqa.labels import normalise_label
 from kgqa.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, local_name, vocab
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render
-from kgqa.sparql.reader import SparqlReader
+from kgqa.sparql.reader import SparqlReader, is_true
 from kgqa.store import LoadState, SourceFact, SourceNode
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
@@ -137,7 +137,7 @@ class RdfWriter:
         fanout, fanin = ox.NamedNode(self.ns.fanout_graph), ox.NamedNode(self.ns.fanin_graph)
         self._add(
             (
-                ox.Quad(ox.NamedNode(row["e"]), ox.NamedNode(row["r"]), ox.Literal(row["n"], datatype=XSD_INTEGER), fanin if row["inv"] in ("true", "1") else fanout)
+                ox.Quad(ox.NamedNode(row["e"]), ox.NamedNode(row["r"]), ox.Literal(row["n"], datatype=XSD_INTEGER), fanin if is_true(row["inv"]) else fanout)
                 for row in self._read._select("fanout_groups")
             ),
             bulk=True,
