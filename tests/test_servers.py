@@ -84,6 +84,34 @@ def test_entities_with_several_labels_give_each_edge_once(server_urls, tmp_path)
         assert a.node_labels == b.node_labels and a.relation_labels == b.relation_labels
 
 
+def test_labels_with_quotes_commas_tabs_and_newlines_come_back_whole(server_urls, tmp_path):
+    """Endpoints answer in CSV (endpoint.py): a label with the characters CSV quotes or splits on
+    must come back exactly as loaded, and so must the edges beside it."""
+    from kgqa.sparql.embedded import EmbeddedWriter
+
+    writer_url, reader_url = server_urls
+    awkward = ['Say "hi", then go', "tab\there", "two\nlines", "back\\slash \u00e9\u6f22", " padded ", "comma,only"]
+    lines = [f'<urn:x:e0> <urn:x:r> <urn:x:e{i}> .' for i in range(1, len(awkward))]
+    lines += [f'<urn:x:e{i}> <http://www.w3.org/2000/01/rdf-schema#label> "{escape_nt(label)}" .' for i, label in enumerate(awkward)]
+    kb = tmp_path / "awkward.nt"
+    kb.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    embedded = EmbeddedWriter.open(None, "awkward")
+    writer = open_writer(writer_url, "awkward")
+    for w in (embedded, writer):
+        load_file(w, kb)
+    writer.close()
+    store, reference = open_store(reader_url, "awkward"), embedded.reader()
+    got, want = retrieve(store, ["urn:x:e0"], 1, 10), retrieve(reference, ["urn:x:e0"], 1, 10)
+    assert got.edge_set() == want.edge_set() and got.num_edges == want.num_edges == 5
+    assert got.node_labels == want.node_labels
+    assert dict(zip(got.nodes, got.node_labels)) == {f"urn:x:e{i}": label for i, label in enumerate(awkward)}
+    assert store.resolve(['Say "hi", then go'])['Say "hi", then go'][0].entity.iri == "urn:x:e0"
+
+
+def escape_nt(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t").replace("\n", "\\n")
+
+
 def test_server_store_reads_like_the_embedded_one(server_store, demo_kg):
     embedded, _ = demo_kg
     assert server_store.kg == "demo"
