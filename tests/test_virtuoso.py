@@ -40,9 +40,9 @@ def test_partial_result_on_timeout_raises(strict_virtuoso):
 
 
 def test_the_server_stops_a_query_before_its_client_gives_up(strict_virtuoso):
-    """With no server_timeout_ms, Virtuoso is told the client's timeout less 2 s: the slow query ends
+    """With no server_timeout_ms, Virtuoso is told the client's timeout less 3 s: the slow query ends
     on the server with its partial-results error, not with the client leaving it running."""
-    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, timeout=4)
+    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, timeout=5)
     with pytest.raises(EndpointError, match="S1TAT"):
         store._execute("slow", SLOW)
     assert len(store.relations()) == 9  # the server is free again
