@@ -146,7 +146,7 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--topics", type=int, default=500)
+    ap.add_argument("--topics", type=int, default=500, help="APP topics per (hops, λ) row; each row has its own")
     ap.add_argument("--baseline-topics", type=int, default=100)
     ap.add_argument("--tog-topics", type=int, default=30)
     ap.add_argument("--tog-budget", type=float, default=20.0, help="seconds per topic before ToG is cut off")
