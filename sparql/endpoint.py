@@ -16,15 +16,21 @@ from __future__ import annotations
 import csv
 import http.client
 import io
+import logging
 import socket
 import threading
+from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit
 
 from kgqa.errors import StoreError
+from kgqa.sparql import escape, virtuoso_app
 from kgqa.sparql.queries import render
 from kgqa.sparql.reader import Row, SparqlReader, pick_kg
+from kgqa.store import WholeRetrieval
 
 DEFAULT_TIMEOUT_S = 60.0
+log = logging.getLogger(__name__)
+csv.field_size_limit(4 * virtuoso_app.MAX_BYTES)  # a whole retrieval comes as one value (default: 128 KiB)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 
 
@@ -113,6 +119,10 @@ class SparqlEndpointStore(SparqlReader):
     """`kgqa.store.GraphStore` over a SPARQL query endpoint (it only ever sends SELECT queries)."""
 
     server = ""  # the endpoint's `Server` header, seen when it is opened
+    #: Whether Virtuoso has kgqa's APP procedure (None: not asked yet); see `expand_hops`.
+    has_app_procedure: bool | None = None
+    #: Longest text the procedure may answer with; a larger subgraph is retrieved hop by hop.
+    app_max_bytes: int = virtuoso_app.MAX_BYTES
 
     def __init__(
         self, query_url: str, kg: str, timeout: float = DEFAULT_TIMEOUT_S, server_timeout_ms: int | None = None,
@@ -158,18 +168,46 @@ class SparqlEndpointStore(SparqlReader):
         have asked for: k hops, k + 1 queries."""
         return 2 if self.is_virtuoso else 1
 
+    def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
+        """On Virtuoso, one call of kgqa's APP procedure (virtuoso_app.sql): one round trip for the
+        whole retrieval. Hop by hop (`SparqlReader.expand_hops`) elsewhere, where the procedure is
+        missing (a KG loaded by an older kgqa) and where the subgraph is too large for one value."""
+        if self.is_virtuoso and self.has_app_procedure is not False:
+            try:
+                rows = self._select(
+                    "expand_app", topics=virtuoso_app.topic_list(topics), hops=escape.integer(hops), lam=escape.integer(lam),
+                    budget_ms=escape.integer(self._server_ms() or 0), max_bytes=escape.integer(self.app_max_bytes),
+                )
+            except EndpointError as exc:
+                if not any(code in str(exc) for code in virtuoso_app.MISSING):
+                    raise
+                log.warning("%s: kgqa's APP procedure is missing or not executable (%s); retrieving hop by hop "
+                            "(loading any KG with this kgqa installs it)", self.url, str(exc)[:200])
+                self.has_app_procedure = False
+            else:
+                self.has_app_procedure = True
+                whole = virtuoso_app.parse(rows[0].get("app", "") if rows else "", topics, f"expand_app.rq at {self.url}")
+                if whole is not None:
+                    return whole
+        return super().expand_hops(topics, hops, lam)
+
     def close(self) -> None:
         self._http.close()
 
+    def _server_ms(self) -> int | None:
+        if self.server_timeout_ms is None and self.is_virtuoso:
+            return max(1000, int(self._http.timeout - 3) * 1000)
+        return self.server_timeout_ms
+
     def _execute(self, name: str, query: str) -> list[Row]:
-        server_ms = self.server_timeout_ms
-        if server_ms is None and self.is_virtuoso:
-            server_ms = max(1000, int(self._http.timeout - 3) * 1000)
+        server_ms = self._server_ms()
         form = {"query": query} if server_ms is None else {"query": query, "timeout": str(server_ms)}
         status, headers, payload = self._http.post(
             "", urlencode(form).encode(), "application/x-www-form-urlencoded", "text/csv"
         )
         self.server = headers.get("server", self.server)
+        if status != 200 and b"KGQAT" in payload[:300]:
+            raise EndpointError(f"{name}.rq: {self.url} stopped the retrieval at its time limit: {payload[:300].decode(errors='replace')}")
         if status != 200:
             raise EndpointError(f"{name}.rq: SPARQL endpoint {self.url} answered HTTP {status}: {payload[:300].decode(errors='replace')}")
         if headers.get("x-sql-state") == "S1TAT":

@@ -23,7 +23,7 @@ import pyoxigraph as ox
 
 from kgqa.errors import StoreError
 from kgqa.inflight import OneInFlight
-from kgqa.sparql import escape
+from kgqa.sparql import escape, virtuoso_app
 from kgqa.sparql.endpoint import SparqlEndpointStore
 from kgqa.sparql.queries import sql_statements
 from kgqa.sparql.writer import RdfWriter
@@ -95,6 +95,7 @@ class VirtuosoWriter(RdfWriter):
         isql = Isql(f"{parts.hostname}:{parts.port}", os.environ.get("KGQA_VIRTUOSO_USER", "dba"), os.environ.get("KGQA_VIRTUOSO_PASSWORD", "dba"))
         server_dir = Path(query["server_dir"][0]) if "server_dir" in query else None
         writer = cls(isql, query["sparql"][0], Path(query["load_dir"][0]), kg, server_dir)
+        isql.run(*virtuoso_app.procedure_statements())  # (re)installed by every load: readers call it
         writer.register()
         return writer
 

@@ -4,11 +4,17 @@ ResultSetMaxRows (HTTP 200, X-SPARQL-MaxRows), and partial results when a query'
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
-from kgqa import open_writer
+from kgqa import open_writer, retrieve
+from kgqa.errors import StoreError
 from kgqa.loaders import load_file
+from kgqa.namespace import KGNamespace
+from kgqa.sparql import virtuoso_app
 from kgqa.sparql.endpoint import EndpointError, SparqlEndpointStore
+from kgqa.types import Edge
 from conftest import DEMO_KG
 from launchers import VirtuosoServer
 
@@ -46,3 +52,73 @@ def test_the_server_stops_a_query_before_its_client_gives_up(strict_virtuoso):
     with pytest.raises(EndpointError, match="S1TAT"):
         store._execute("slow", SLOW)
     assert len(store.relations()) == 9  # the server is free again
+
+
+# --- kgqa's APP procedure (sparql/virtuoso_app.sql): a whole retrieval in one SPARQL round trip ---
+
+DEMO = KGNamespace("demo").entity
+# HUB is not in the KG: a topic the store has never seen has no edges, and its label is its IRI's.
+# Drama's has_genre⁻¹ group (370) is over λ and |S_{h-1}|: probed with the entities reached before.
+CASES = [([DEMO("Kismet")], 1, 10), ([DEMO("Kismet")], 2, 100), ([DEMO("HUB"), DEMO("William Dieterle"), DEMO("Drama")], 2, 10), ([DEMO("William Dieterle")], 3, 5)]
+
+
+def _hop_by_hop(url: str) -> SparqlEndpointStore:
+    store = SparqlEndpointStore.connect(url)
+    store.has_app_procedure = False
+    return store
+
+
+def test_a_retrieval_is_one_call_of_the_app_procedure_with_the_hop_by_hop_result(strict_virtuoso):
+    store, reference = SparqlEndpointStore.connect(strict_virtuoso.sparql_url), _hop_by_hop(strict_virtuoso.sparql_url)
+    for topics, hops, lam in CASES:
+        got, want = retrieve(store, topics, hops, lam), retrieve(reference, topics, hops, lam)
+        assert got.num_edges == want.num_edges > 0 and got.edge_set() == want.edge_set(), (topics, hops, lam)
+        assert (got.nodes, got.node_labels, got.relation_labels) == (want.nodes, want.node_labels, want.relation_labels)
+        assert got.trace.round_trips == 1 and store.has_app_procedure
+        assert want.trace.round_trips >= 2  # hop by hop: group sizes of hop 1, then a query per hop
+
+
+def test_a_subgraph_too_large_for_one_answer_is_retrieved_hop_by_hop(strict_virtuoso):
+    store, reference = SparqlEndpointStore.connect(strict_virtuoso.sparql_url), _hop_by_hop(strict_virtuoso.sparql_url)
+    store.app_max_bytes = 300
+    topics, hops, lam = [DEMO("Kismet")], 2, 100
+    got, want = retrieve(store, topics, hops, lam), retrieve(reference, topics, hops, lam)
+    assert got.num_edges == want.num_edges > 20 and got.edge_set() == want.edge_set()
+    assert got.node_labels == want.node_labels
+    assert got.trace.round_trips == 1 + hops + 1 and store.has_app_procedure  # the call, then hop by hop
+
+
+def test_the_app_procedure_stops_at_the_time_limit_with_an_error(strict_virtuoso):
+    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, server_timeout_ms=1)
+    everything = [DEMO(name) for name in ("HUB", "Drama", "English", "Comedy", "Kismet")]
+    with pytest.raises(EndpointError, match="stopped the retrieval at its time limit"):
+        retrieve(store, everything, 3, 10_000)
+
+
+def test_without_the_app_procedure_the_reader_goes_hop_by_hop(strict_virtuoso, caplog):
+    store, reference = SparqlEndpointStore.connect(strict_virtuoso.sparql_url), _hop_by_hop(strict_virtuoso.sparql_url)
+    strict_virtuoso.isql("drop procedure DB.DBA.KGQA_APP_1")
+    try:
+        with caplog.at_level(logging.WARNING, logger="kgqa.sparql.endpoint"):
+            got = retrieve(store, [DEMO("Kismet")], 2, 100)
+        assert store.has_app_procedure is False and "procedure is missing" in caplog.text
+        want = retrieve(reference, [DEMO("Kismet")], 2, 100)
+        assert got.edge_set() == want.edge_set() and got.node_labels == want.node_labels
+        assert retrieve(store, [DEMO("Kismet")], 2, 100).trace.round_trips == 3  # not asked again
+    finally:
+        strict_virtuoso.isql(*virtuoso_app.procedure_statements())
+    assert retrieve(SparqlEndpointStore.connect(strict_virtuoso.sparql_url), [DEMO("Kismet")], 2, 100).trace.round_trips == 1
+
+
+def test_the_app_procedure_answer_is_read_strictly():
+    topic = "urn:x:a"
+    whole = virtuoso_app.parse("kgqa-app 1\nN\turn:x:a\nN\turn:x:r\nN\turn:x:b\nE\t1\t0\t1\t1\t2\nL\t2\tb\\\\c\\td\\ne\nP\t0\tA\n", [topic], "test")
+    assert whole is not None and whole.edges == [(Edge("urn:x:a", "urn:x:r", True, "urn:x:b"), 1)]
+    assert whole.labels == {"urn:x:a": "A", "urn:x:b": "b\\c\td\ne", "urn:x:r": "r"}
+    assert virtuoso_app.parse("kgqa-app 1 too-large", [topic], "test") is None
+    with pytest.raises(StoreError, match="not 'kgqa-app 1'"):
+        virtuoso_app.parse("kgqa-app 2\n", [topic], "test")
+    with pytest.raises(StoreError, match="cannot read"):
+        virtuoso_app.parse("kgqa-app 1\nE\t1\t0\t1\t0\t2\n", [topic], "test")  # numbers before their N lines
+    with pytest.raises(ValueError, match="forbidden character"):
+        virtuoso_app.topic_list(["urn:x:a urn:x:b"])  # a space would split one topic in two

@@ -1,0 +1,204 @@
+-- Virtuoso only: the whole APP retrieval (KGFR §IV-C, eq. 6–7) as a stored procedure, so that a
+-- retrieval is one SPARQL round trip (expand_app.rq calls it as sql:KGQA_APP_1) and no query text
+-- is compiled per hop: on Virtuoso, compiling the per-hop queries' new texts was two thirds of a
+-- retrieval's time. The loader installs it over isql (virtuoso.py) and lets the SPARQL user
+-- execute it; it only reads. The reader falls back to per-hop queries where it is missing.
+--
+-- Each lookup has graph, subject and relation bound (or graph and subject in a count graph, which
+-- holds one quad per group), so no plan ever walks a hub's edges: a group over max(λ, |S_{h-1}|)
+-- is probed with each entity reached before, as expand_members.rq does.
+--
+-- Result, one line per item, tab-separated: a header `kgqa-app 1`, then
+--   N <iri>                          an IRI, numbered 0, 1, … in order of appearance
+--   E <hop> <head#> <rel#> <inv> <tail#>
+--   L <#> <label>   and   P <#> <preferred label>   (labels escaped: \\ \t \n)
+-- or the header alone with ` too-large` once the text passes max_bytes (the reader then asks hop by
+-- hop; Virtuoso refuses a string session over 10 MB, HT057). Past budget_ms it signals KGQAT:
+-- a timeout is an error, never a short subgraph.
+-- Topics come as one string of IRIs separated by single spaces (an IRI holds no space).
+create procedure DB.DBA.KGQA_APP_1_NUM (inout nums any, inout ses any, inout written integer, in id any) returns integer
+{
+  declare k integer;
+  declare line varchar;
+  k := dict_get (nums, id, -1);
+  if (k < 0)
+    {
+      k := dict_size (nums);
+      dict_put (nums, id, k);
+      line := concat ('N\t', id_to_iri (id), '\n');
+      written := written + length (line);
+      http (line, ses);
+    }
+  return k;
+}
+;
+create procedure DB.DBA.KGQA_APP_1_CLOCK (in started integer, in budget_ms integer, in hop integer)
+{
+  if (msec_time () - started > budget_ms)
+    signal ('KGQAT', sprintf ('kgqa APP retrieval stopped at hop %d after %d ms, its time limit', hop, budget_ms));
+}
+;
+create procedure DB.DBA.KGQA_APP_1_EDGE (inout nums any, inout ses any, inout written integer, in hop integer,
+  in head any, in rel any, in inverse integer, in tail any)
+{
+  declare line varchar;
+  line := sprintf ('E\t%d\t%d\t%d\t%d\t%d\n', hop, DB.DBA.KGQA_APP_1_NUM (nums, ses, written, head),
+    DB.DBA.KGQA_APP_1_NUM (nums, ses, written, rel), inverse, DB.DBA.KGQA_APP_1_NUM (nums, ses, written, tail));
+  written := written + length (line);
+  http (line, ses);
+}
+;
+create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in fanin_g varchar, in meta_g varchar,
+  in topics varchar, in hops integer, in lam integer, in budget_ms integer, in max_bytes integer)
+{
+  declare g_data, g_out, g_in, g_meta, p_label, p_pref, reached, reached_list, frontier, fresh, rels, nums, ses, todo, ent, nb any;
+  declare h, i, j, n, scan_limit, pos, started, written integer;
+  declare line, word varchar;
+  started := msec_time ();
+  written := 0;
+  g_data := iri_to_id (data_g, 0);
+  g_out := iri_to_id (fanout_g, 0);
+  g_in := iri_to_id (fanin_g, 0);
+  g_meta := iri_to_id (meta_g, 0);
+  p_label := iri_to_id ('http://www.w3.org/2000/01/rdf-schema#label', 0);
+  p_pref := iri_to_id ('urn:kgqa:vocab:preferredLabel', 0);
+  ses := string_output ();
+  reached := dict_new (64);  -- S_{h-1}: every entity reached before the hop being expanded
+  rels := dict_new (16);
+  nums := dict_new (64);
+  while (length (topics) > 0)
+    {
+      pos := strchr (topics, ' ');
+      if (pos is null) { word := topics; topics := ''; }
+      else { word := subseq (topics, 0, pos); topics := subseq (topics, pos + 1); }
+      ent := iri_to_id (word, 0);  -- NULL for an IRI the store has never seen: no edges, no label
+      if (ent is not null)
+        dict_put (reached, ent, 1);
+    }
+  frontier := dict_list_keys (reached, 0);
+  h := 1;
+  -- (foreach over an empty vector fails in Virtuoso 7, hence the index loops)
+  while (h <= hops and length (frontier) > 0)
+    {
+      fresh := dict_new (64);
+      reached_list := dict_list_keys (reached, 0);
+      scan_limit := __max (lam, length (reached_list));
+      i := 0;
+      while (i < length (frontier))
+        {
+          DB.DBA.KGQA_APP_1_CLOCK (started, budget_ms, h);
+          ent := frontier[i];
+          -- (ent, r) groups: eq. 7 keeps a group of at most λ edges whole, and of a larger one only
+          -- the edges into S_{h-1}
+          for (select P as rel_out, O as n_out from DB.DBA.RDF_QUAD where G = g_out and S = ent) do
+            {
+              n := n_out;
+              if (n <= scan_limit)
+                {
+                  for (select O as tail_out from DB.DBA.RDF_QUAD where G = g_data and S = ent and P = rel_out) do
+                    if (n <= lam or dict_get (reached, tail_out, 0))
+                      {
+                        DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_out, 0, tail_out);
+                        if (written > max_bytes)
+                          return 'kgqa-app 1 too-large';
+                        dict_put (rels, rel_out, 1);
+                        if (not dict_get (reached, tail_out, 0))
+                          dict_put (fresh, tail_out, 1);
+                      }
+                }
+              else
+                {
+                  j := 0;
+                  while (j < length (reached_list))
+                    {
+                      nb := reached_list[j];
+                      if (mod (j, 256) = 255)
+                        DB.DBA.KGQA_APP_1_CLOCK (started, budget_ms, h);
+                      if (exists (select 1 from DB.DBA.RDF_QUAD where G = g_data and S = ent and P = rel_out and O = nb))
+                        {
+                          DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_out, 0, nb);
+                          if (written > max_bytes)
+                            return 'kgqa-app 1 too-large';
+                          dict_put (rels, rel_out, 1);
+                        }
+                      j := j + 1;
+                    }
+                }
+            }
+          -- (ent, r⁻¹) groups, the same way
+          for (select P as rel_in, O as n_in from DB.DBA.RDF_QUAD where G = g_in and S = ent) do
+            {
+              n := n_in;
+              if (n <= scan_limit)
+                {
+                  for (select S as tail_in from DB.DBA.RDF_QUAD where G = g_data and O = ent and P = rel_in) do
+                    if (n <= lam or dict_get (reached, tail_in, 0))
+                      {
+                        DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_in, 1, tail_in);
+                        if (written > max_bytes)
+                          return 'kgqa-app 1 too-large';
+                        dict_put (rels, rel_in, 1);
+                        if (not dict_get (reached, tail_in, 0))
+                          dict_put (fresh, tail_in, 1);
+                      }
+                }
+              else
+                {
+                  j := 0;
+                  while (j < length (reached_list))
+                    {
+                      nb := reached_list[j];
+                      if (mod (j, 256) = 255)
+                        DB.DBA.KGQA_APP_1_CLOCK (started, budget_ms, h);
+                      if (exists (select 1 from DB.DBA.RDF_QUAD where G = g_data and S = nb and P = rel_in and O = ent))
+                        {
+                          DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_in, 1, nb);
+                          if (written > max_bytes)
+                            return 'kgqa-app 1 too-large';
+                          dict_put (rels, rel_in, 1);
+                        }
+                      j := j + 1;
+                    }
+                }
+            }
+          i := i + 1;
+        }
+      -- eq. 6: the next hop expands the entities first reached at this one
+      frontier := dict_list_keys (fresh, 1);
+      i := 0;
+      while (i < length (frontier))
+        {
+          dict_put (reached, frontier[i], 1);
+          i := i + 1;
+        }
+      h := h + 1;
+    }
+  -- labels of every entity reached (topics included) and of every relation kept
+  todo := vector_concat (dict_list_keys (reached, 1), dict_list_keys (rels, 1));
+  i := 0;
+  while (i < length (todo))
+    {
+      ent := todo[i];
+      for (select __ro2sq (O) as label_text from DB.DBA.RDF_QUAD where G = g_meta and S = ent and P = p_label) do
+        {
+          line := sprintf ('L\t%d\t%s\n', DB.DBA.KGQA_APP_1_NUM (nums, ses, written, ent),
+            replace (replace (replace (label_text, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'));
+          written := written + length (line);
+          http (line, ses);
+        }
+      for (select __ro2sq (O) as preferred_text from DB.DBA.RDF_QUAD where G = g_meta and S = ent and P = p_pref) do
+        {
+          line := sprintf ('P\t%d\t%s\n', DB.DBA.KGQA_APP_1_NUM (nums, ses, written, ent),
+            replace (replace (replace (preferred_text, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'));
+          written := written + length (line);
+          http (line, ses);
+        }
+      if (written > max_bytes)
+        return 'kgqa-app 1 too-large';
+      i := i + 1;
+    }
+  return concat ('kgqa-app 1\n', string_output_string (ses));
+}
+;
+grant execute on DB.DBA.KGQA_APP_1 to "SPARQL"
+;
