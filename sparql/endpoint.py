@@ -173,11 +173,15 @@ class SparqlEndpointStore(SparqlReader):
         whole retrieval. Hop by hop (`SparqlReader.expand_hops`) elsewhere, where the procedure is
         missing (a KG loaded by an older kgqa) and where the subgraph is too large for one value."""
         if self.is_virtuoso and self.has_app_procedure is not False:
+            query = render(
+                "expand_app", **self._graphs, topics=virtuoso_app.topic_list(topics), hops=escape.integer(hops),
+                lam=escape.integer(lam), budget_ms=escape.integer(self._server_ms() or 0), max_bytes=escape.integer(self.app_max_bytes),
+            )
+            self.round_trips += 1
             try:
-                rows = self._select(
-                    "expand_app", topics=virtuoso_app.topic_list(topics), hops=escape.integer(hops), lam=escape.integer(lam),
-                    budget_ms=escape.integer(self._server_ms() or 0), max_bytes=escape.integer(self.app_max_bytes),
-                )
+                # The procedure keeps its own time limit (budget_ms); Virtuoso's `timeout` would only
+                # add its anytime-query cost (measured: ~0.15 ms of a ~1.6 ms call).
+                rows = self._execute("expand_app", query, server_stop=False)
             except EndpointError as exc:
                 if not any(code in str(exc) for code in virtuoso_app.MISSING):
                     raise
@@ -199,8 +203,9 @@ class SparqlEndpointStore(SparqlReader):
             return max(1000, int(self._http.timeout - 3) * 1000)
         return self.server_timeout_ms
 
-    def _execute(self, name: str, query: str) -> list[Row]:
-        server_ms = self._server_ms()
+    def _execute(self, name: str, query: str, server_stop: bool = True) -> list[Row]:
+        """`server_stop`: send Virtuoso its `timeout` (see `__init__`)."""
+        server_ms = self._server_ms() if server_stop else None
         form = {"query": query} if server_ms is None else {"query": query, "timeout": str(server_ms)}
         status, headers, payload = self._http.post(
             "", urlencode(form).encode(), "application/x-www-form-urlencoded", "text/csv"

@@ -68,6 +68,7 @@ def parse(text: str, topics: Sequence[str], where: str) -> WholeRetrieval | None
                 raise ValueError(f"unknown line kind {kind!r}")
     except (ValueError, IndexError, KeyError) as exc:
         raise StoreError(f"{where}: kgqa's APP procedure answered a line this reader cannot read ({exc}): {line[:200]!r}") from exc
+    found = list(dict.fromkeys(found))  # an edge is written once per run of its label rows
     reached = dict.fromkeys(topics)
     reached.update(dict.fromkeys(edge.tail for edge, _ in found))
     wanted = [*reached, *dict.fromkeys(edge.relation for edge, _ in found)]

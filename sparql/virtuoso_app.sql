@@ -48,14 +48,50 @@ create procedure DB.DBA.KGQA_APP_1_EDGE (inout nums any, inout ses any, inout wr
   http (line, ses);
 }
 ;
+create procedure DB.DBA.KGQA_APP_1_LABEL (inout nums any, inout ses any, inout written integer, in kind varchar,
+  in id any, in label_text any)
+{
+  declare line varchar;
+  line := sprintf ('%s\t%d\t%s\n', kind, DB.DBA.KGQA_APP_1_NUM (nums, ses, written, id),
+    replace (replace (replace (__ro2sq (label_text), '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'));
+  written := written + length (line);
+  http (line, ses);
+}
+;
+-- A row of a group read whole, with the tail's labels joined in (one row per label pair, so the
+-- edge is written once per run of rows). The labels are written by the cursor that first reaches
+-- the tail (`labelled` holds its number), wherever its rows fall in that cursor.
+create procedure DB.DBA.KGQA_APP_1_ROW (inout nums any, inout ses any, inout written integer, inout labelled any,
+  inout last any, in cursor_no integer, in hop integer, in head any, in rel any, in inverse integer, in tail any,
+  in label_text any, in preferred_text any)
+{
+  declare first integer;
+  if (last is null or last <> tail)
+    {
+      DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, hop, head, rel, inverse, tail);
+      last := tail;
+    }
+  first := dict_get (labelled, tail, 0);
+  if (first = 0)
+    {
+      first := cursor_no;
+      dict_put (labelled, tail, cursor_no);
+    }
+  if (first = cursor_no and label_text is not null)
+    DB.DBA.KGQA_APP_1_LABEL (nums, ses, written, 'L', tail, label_text);
+  if (first = cursor_no and preferred_text is not null)
+    DB.DBA.KGQA_APP_1_LABEL (nums, ses, written, 'P', tail, preferred_text);
+}
+;
 create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in fanin_g varchar, in meta_g varchar,
   in topics varchar, in hops integer, in lam integer, in budget_ms integer, in max_bytes integer)
 {
-  declare g_data, g_out, g_in, g_meta, p_label, p_pref, reached, reached_list, frontier, fresh, rels, nums, ses, todo, ent, nb any;
-  declare h, i, j, n, scan_limit, pos, started, written integer;
-  declare line, word varchar;
+  declare g_data, g_out, g_in, g_meta, p_label, p_pref, reached, reached_list, frontier, fresh, rels, nums, labelled, ses, todo, ent, nb, last any;
+  declare h, i, j, scan_limit, pos, started, written, cursor_no integer;
+  declare word varchar;
   started := msec_time ();
   written := 0;
+  cursor_no := 0;
   g_data := iri_to_id (data_g, 0);
   g_out := iri_to_id (fanout_g, 0);
   g_in := iri_to_id (fanin_g, 0);
@@ -66,6 +102,7 @@ create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in f
   reached := dict_new (64);  -- S_{h-1}: every entity reached before the hop being expanded
   rels := dict_new (16);
   nums := dict_new (64);
+  labelled := dict_new (64);
   while (length (topics) > 0)
     {
       pos := strchr (topics, ' ');
@@ -92,13 +129,17 @@ create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in f
           -- the edges into S_{h-1}
           for (select P as rel_out, O as n_out from DB.DBA.RDF_QUAD where G = g_out and S = ent) do
             {
-              n := n_out;
-              if (n <= scan_limit)
+              if (n_out <= scan_limit)
                 {
-                  for (select O as tail_out from DB.DBA.RDF_QUAD where G = g_data and S = ent and P = rel_out) do
-                    if (n <= lam or dict_get (reached, tail_out, 0))
+                  cursor_no := cursor_no + 1;
+                  last := NULL;
+                  for (select Q.O as tail_out, L.O as label_out, F.O as preferred_out from DB.DBA.RDF_QUAD Q
+                         left outer join DB.DBA.RDF_QUAD L on (L.G = g_meta and L.S = Q.O and L.P = p_label)
+                         left outer join DB.DBA.RDF_QUAD F on (F.G = g_meta and F.S = Q.O and F.P = p_pref)
+                       where Q.G = g_data and Q.S = ent and Q.P = rel_out) do
+                    if (n_out <= lam or dict_get (reached, tail_out, 0))
                       {
-                        DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_out, 0, tail_out);
+                        DB.DBA.KGQA_APP_1_ROW (nums, ses, written, labelled, last, cursor_no, h, ent, rel_out, 0, tail_out, label_out, preferred_out);
                         if (written > max_bytes)
                           return 'kgqa-app 1 too-large';
                         dict_put (rels, rel_out, 1);
@@ -128,13 +169,17 @@ create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in f
           -- (ent, r⁻¹) groups, the same way
           for (select P as rel_in, O as n_in from DB.DBA.RDF_QUAD where G = g_in and S = ent) do
             {
-              n := n_in;
-              if (n <= scan_limit)
+              if (n_in <= scan_limit)
                 {
-                  for (select S as tail_in from DB.DBA.RDF_QUAD where G = g_data and O = ent and P = rel_in) do
-                    if (n <= lam or dict_get (reached, tail_in, 0))
+                  cursor_no := cursor_no + 1;
+                  last := NULL;
+                  for (select Q.S as tail_in, L.O as label_in, F.O as preferred_in from DB.DBA.RDF_QUAD Q
+                         left outer join DB.DBA.RDF_QUAD L on (L.G = g_meta and L.S = Q.S and L.P = p_label)
+                         left outer join DB.DBA.RDF_QUAD F on (F.G = g_meta and F.S = Q.S and F.P = p_pref)
+                       where Q.G = g_data and Q.O = ent and Q.P = rel_in) do
+                    if (n_in <= lam or dict_get (reached, tail_in, 0))
                       {
-                        DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_in, 1, tail_in);
+                        DB.DBA.KGQA_APP_1_ROW (nums, ses, written, labelled, last, cursor_no, h, ent, rel_in, 1, tail_in, label_in, preferred_in);
                         if (written > max_bytes)
                           return 'kgqa-app 1 too-large';
                         dict_put (rels, rel_in, 1);
@@ -173,28 +218,21 @@ create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in f
         }
       h := h + 1;
     }
-  -- labels of every entity reached (topics included) and of every relation kept
+  -- labels not joined in above: of the topics and of the relations kept
   todo := vector_concat (dict_list_keys (reached, 1), dict_list_keys (rels, 1));
   i := 0;
   while (i < length (todo))
     {
       ent := todo[i];
-      for (select __ro2sq (O) as label_text from DB.DBA.RDF_QUAD where G = g_meta and S = ent and P = p_label) do
+      if (dict_get (labelled, ent, 0) = 0)
         {
-          line := sprintf ('L\t%d\t%s\n', DB.DBA.KGQA_APP_1_NUM (nums, ses, written, ent),
-            replace (replace (replace (label_text, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'));
-          written := written + length (line);
-          http (line, ses);
+          for (select O as label_text from DB.DBA.RDF_QUAD where G = g_meta and S = ent and P = p_label) do
+            DB.DBA.KGQA_APP_1_LABEL (nums, ses, written, 'L', ent, label_text);
+          for (select O as preferred_text from DB.DBA.RDF_QUAD where G = g_meta and S = ent and P = p_pref) do
+            DB.DBA.KGQA_APP_1_LABEL (nums, ses, written, 'P', ent, preferred_text);
+          if (written > max_bytes)
+            return 'kgqa-app 1 too-large';
         }
-      for (select __ro2sq (O) as preferred_text from DB.DBA.RDF_QUAD where G = g_meta and S = ent and P = p_pref) do
-        {
-          line := sprintf ('P\t%d\t%s\n', DB.DBA.KGQA_APP_1_NUM (nums, ses, written, ent),
-            replace (replace (replace (preferred_text, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'));
-          written := written + length (line);
-          http (line, ses);
-        }
-      if (written > max_bytes)
-        return 'kgqa-app 1 too-large';
       i := i + 1;
     }
   return concat ('kgqa-app 1\n', string_output_string (ses));
