@@ -174,7 +174,7 @@ class SparqlEndpointStore(SparqlReader):
         missing (a KG loaded by an older kgqa) and where the subgraph is too large for one value."""
         if self.is_virtuoso and self.has_app_procedure is not False:
             query = render(
-                "expand_app", **self._graphs, topics=virtuoso_app.topic_list(topics), hops=escape.integer(hops),
+                "expand_app", kg=escape.literal(self.kg), topics=virtuoso_app.topic_list(topics), hops=escape.integer(hops),
                 lam=escape.integer(lam), budget_ms=escape.integer(self._server_ms() or 0), max_bytes=escape.integer(self.app_max_bytes),
             )
             self.round_trips += 1

@@ -83,8 +83,10 @@ create procedure DB.DBA.KGQA_APP_1_ROW (inout nums any, inout ses any, inout wri
     DB.DBA.KGQA_APP_1_LABEL (nums, ses, written, 'P', tail, preferred_text);
 }
 ;
-create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in fanin_g varchar, in meta_g varchar,
-  in topics varchar, in hops integer, in lam integer, in budget_ms integer, in max_bytes integer)
+-- It takes a KG's name, not graph IRIs: it reads only kgqa's graphs (namespace.py's KGNamespace),
+-- so the SPARQL user cannot point it, running with its owner's rights, at a graph of someone else's.
+create procedure DB.DBA.KGQA_APP_1 (in kg varchar, in topics varchar, in hops integer, in lam integer,
+  in budget_ms integer, in max_bytes integer)
 {
   declare g_data, g_out, g_in, g_meta, p_label, p_pref, reached, reached_list, frontier, fresh, rels, nums, labelled, ses, todo, ent, nb, last any;
   declare h, i, j, scan_limit, pos, started, written, cursor_no integer;
@@ -92,10 +94,10 @@ create procedure DB.DBA.KGQA_APP_1 (in data_g varchar, in fanout_g varchar, in f
   started := msec_time ();
   written := 0;
   cursor_no := 0;
-  g_data := iri_to_id (data_g, 0);
-  g_out := iri_to_id (fanout_g, 0);
-  g_in := iri_to_id (fanin_g, 0);
-  g_meta := iri_to_id (meta_g, 0);
+  g_data := iri_to_id (concat ('urn:kgqa:kg:', kg, ':data'), 0);
+  g_out := iri_to_id (concat ('urn:kgqa:kg:', kg, ':fanout'), 0);
+  g_in := iri_to_id (concat ('urn:kgqa:kg:', kg, ':fanin'), 0);
+  g_meta := iri_to_id (concat ('urn:kgqa:kg:', kg, ':meta'), 0);
   p_label := iri_to_id ('http://www.w3.org/2000/01/rdf-schema#label', 0);
   p_pref := iri_to_id ('urn:kgqa:vocab:preferredLabel', 0);
   ses := string_output ();
