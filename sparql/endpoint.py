@@ -164,8 +164,8 @@ class SparqlEndpointStore(SparqlReader):
         i.e. all of a hub's edges (measured: 49 s for one retrieval next to a 300k-edge hub; the
         `sql:select-option "order"` pragma avoids that but made hop 2 ~30x slower), so there a hop
         is two queries whose data lookups always have subject and relation bound. In a whole
-        retrieval (`expand_hops`) the second also brings the group sizes the next hop would
-        have asked for: k hops, k + 1 queries."""
+        retrieval the second also brings the group sizes the next hop would have asked for: k hops,
+        k + 1 queries (only where kgqa's APP procedure is missing; see `expand_hops`)."""
         return 2 if self.is_virtuoso else 1
 
     def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
