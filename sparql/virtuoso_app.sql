@@ -83,13 +83,38 @@ create procedure DB.DBA.KGQA_APP_1_ROW (inout nums any, inout ses any, inout wri
     DB.DBA.KGQA_APP_1_LABEL (nums, ses, written, 'P', tail, preferred_text);
 }
 ;
+-- A group too large to read (over max(λ, |S_{h-1}|)): probed with each entity of S_{h-1}, as
+-- expand_members.rq does; eq. 7 keeps exactly those edges of it.
+create procedure DB.DBA.KGQA_APP_1_PROBE (inout nums any, inout ses any, inout written integer, inout rels any,
+  in reached_list any, in g_data any, in started integer, in budget_ms integer, in hop integer, in ent any, in rel any,
+  in inverse integer)
+{
+  declare j integer;
+  declare nb, head, tail any;
+  j := 0;
+  while (j < length (reached_list))
+    {
+      nb := reached_list[j];
+      if (mod (j, 256) = 255)
+        DB.DBA.KGQA_APP_1_CLOCK (started, budget_ms, hop);
+      head := either (inverse, nb, ent);
+      tail := either (inverse, ent, nb);
+      if (exists (select 1 from DB.DBA.RDF_QUAD where G = g_data and S = head and P = rel and O = tail))
+        {
+          DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, hop, ent, rel, inverse, nb);
+          dict_put (rels, rel, 1);
+        }
+      j := j + 1;
+    }
+}
+;
 -- It takes a KG's name, not graph IRIs: it reads only kgqa's graphs (namespace.py's KGNamespace),
 -- so the SPARQL user cannot point it, running with its owner's rights, at a graph of someone else's.
 create procedure DB.DBA.KGQA_APP_1 (in kg varchar, in topics varchar, in hops integer, in lam integer,
   in budget_ms integer, in max_bytes integer)
 {
-  declare g_data, g_out, g_in, g_meta, p_label, p_pref, reached, reached_list, frontier, fresh, rels, nums, labelled, ses, todo, ent, nb, last any;
-  declare h, i, j, scan_limit, pos, started, written, cursor_no integer;
+  declare g_data, g_out, g_in, g_meta, p_label, p_pref, reached, reached_list, frontier, fresh, rels, nums, labelled, ses, todo, ent, last any;
+  declare h, i, scan_limit, pos, started, written, cursor_no integer;
   declare word varchar;
   started := msec_time ();
   written := 0;
@@ -151,21 +176,9 @@ create procedure DB.DBA.KGQA_APP_1 (in kg varchar, in topics varchar, in hops in
                 }
               else
                 {
-                  j := 0;
-                  while (j < length (reached_list))
-                    {
-                      nb := reached_list[j];
-                      if (mod (j, 256) = 255)
-                        DB.DBA.KGQA_APP_1_CLOCK (started, budget_ms, h);
-                      if (exists (select 1 from DB.DBA.RDF_QUAD where G = g_data and S = ent and P = rel_out and O = nb))
-                        {
-                          DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_out, 0, nb);
-                          if (written > max_bytes)
-                            return 'kgqa-app 1 too-large';
-                          dict_put (rels, rel_out, 1);
-                        }
-                      j := j + 1;
-                    }
+                  DB.DBA.KGQA_APP_1_PROBE (nums, ses, written, rels, reached_list, g_data, started, budget_ms, h, ent, rel_out, 0);
+                  if (written > max_bytes)
+                    return 'kgqa-app 1 too-large';
                 }
             }
           -- (ent, r⁻¹) groups, the same way
@@ -191,21 +204,9 @@ create procedure DB.DBA.KGQA_APP_1 (in kg varchar, in topics varchar, in hops in
                 }
               else
                 {
-                  j := 0;
-                  while (j < length (reached_list))
-                    {
-                      nb := reached_list[j];
-                      if (mod (j, 256) = 255)
-                        DB.DBA.KGQA_APP_1_CLOCK (started, budget_ms, h);
-                      if (exists (select 1 from DB.DBA.RDF_QUAD where G = g_data and S = nb and P = rel_in and O = ent))
-                        {
-                          DB.DBA.KGQA_APP_1_EDGE (nums, ses, written, h, ent, rel_in, 1, nb);
-                          if (written > max_bytes)
-                            return 'kgqa-app 1 too-large';
-                          dict_put (rels, rel_in, 1);
-                        }
-                      j := j + 1;
-                    }
+                  DB.DBA.KGQA_APP_1_PROBE (nums, ses, written, rels, reached_list, g_data, started, budget_ms, h, ent, rel_in, 1);
+                  if (written > max_bytes)
+                    return 'kgqa-app 1 too-large';
                 }
             }
           i := i + 1;
