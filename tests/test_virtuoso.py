@@ -122,3 +122,16 @@ def test_the_app_procedure_answer_is_read_strictly():
         virtuoso_app.parse("kgqa-app 1\nE\t1\t0\t1\t0\t2\n", [topic], "test")  # numbers before their N lines
     with pytest.raises(ValueError, match="forbidden character"):
         virtuoso_app.topic_list(["urn:x:a urn:x:b"])  # a space would split one topic in two
+
+
+def test_a_load_goes_on_when_the_app_procedure_cannot_be_installed(strict_virtuoso, monkeypatch, caplog, tmp_path):
+    """Virtuoso refuses to install the procedure (here: text it cannot compile; in life, a loading
+    user who may not create procedures): the load still completes, with a warning."""
+    monkeypatch.setattr(virtuoso_app, "procedure_statements", lambda: ["create procedure DB.DBA.KGQA_APP_BROKEN () { return 1 +; }"])
+    kb = tmp_path / "tiny.txt"
+    kb.write_text("a|r|b\nb|r|c\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="kgqa.sparql.virtuoso"):
+        writer = open_writer(strict_virtuoso.writer_url, "tiny")
+        report = load_file(writer, kb)
+        writer.close()
+    assert report.facts_in_store == 2 and "APP procedure was not installed" in caplog.text
