@@ -172,10 +172,11 @@ class SparqlEndpointStore(SparqlReader):
         """On Virtuoso, one call of kgqa's APP procedure (virtuoso_app.sql): one round trip for the
         whole retrieval. Hop by hop (`SparqlReader.expand_hops`) elsewhere, where the procedure is
         missing (a KG loaded by an older kgqa) and where the subgraph is too large for one value."""
-        if self.is_virtuoso and self.has_app_procedure is not False:
+        budget_ms = self._server_ms()  # never None on Virtuoso
+        if self.is_virtuoso and self.has_app_procedure is not False and budget_ms is not None:
             query = render(
                 "expand_app", kg=escape.literal(self.kg), topics=virtuoso_app.topic_list(topics), hops=escape.integer(hops),
-                lam=escape.integer(lam), budget_ms=escape.integer(self._server_ms() or 0), max_bytes=escape.integer(self.app_max_bytes),
+                lam=escape.integer(lam), budget_ms=escape.integer(budget_ms), max_bytes=escape.integer(self.app_max_bytes),
             )
             self.round_trips += 1
             try:
