@@ -17,7 +17,7 @@ DEFAULT_LAMBDA = 100
 
 def retrieve(store: GraphStore, topics: Sequence[str], hops: int = DEFAULT_HOPS, lam: int = DEFAULT_LAMBDA) -> Subgraph:
     """Expand from the topic entities (IRIs) one hop at a time, one store round trip per hop and one
-    for the labels — or as the store does it itself (`ExpandsAllHops`; Neo4j: one in all).
+    for the labels — or as the store does it itself (`ExpandsAllHops`; Neo4j and Virtuoso: one in all).
 
     Hop h expands the entities first reached at hop h-1 (eq. 6). A (subject, relation) group — and
     likewise an (object, relation⁻¹) group — with at most λ edges is kept whole; a larger one keeps

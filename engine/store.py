@@ -91,8 +91,9 @@ class WholeRetrieval:
 @runtime_checkable
 class ExpandsAllHops(Protocol):
     """A store that runs every hop of an APP retrieval and fetches its labels itself, in fewer round
-    trips or cheaper queries than hop by hop: Neo4j chains the hops inside one Cypher query; an RDF
-    store brings labels along with the entities it reads. `retrieve` uses it where a store has it."""
+    trips or cheaper queries than hop by hop: Neo4j chains the hops inside one Cypher query; Virtuoso
+    runs them in kgqa's stored procedure (without it, it brings labels along with the entities it
+    reads). `retrieve` uses it where a store has it."""
 
     def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
         """The edges `expand` would give hop by hop from `topics`, each with its hop number."""
