@@ -163,7 +163,7 @@ create procedure DB.DBA.KGQA_APP_1 (in kg varchar, in topics varchar, in hops in
           -- eq. 7 keeps a group of at most λ edges whole, and of a larger one only the edges into
           -- S_{h-1}; one of at most max(λ, |S_{h-1}|) edges is read whole (and filtered)
           -- (one cursor per count graph: with `G IN (fan-out, fan-in)` Virtuoso walks a hub's data
-          -- edges too; measured next to the 1M-edge hub: p50 41 ms against 4 ms)
+          -- edges too; measured next to the 1M-edge hub: p50 41 ms against 4–6 ms)
           inverse := 0;
           while (inverse < 2)
             {
