@@ -1,7 +1,7 @@
 """APP inside Virtuoso: kgqa's stored procedure (virtuoso_app.sql) runs a whole retrieval in one
 SPARQL round trip, so that no per-hop query text has to be compiled (bench/retrieval.py, MetaQA
-2-hop λ=100: p50 7.09 ms in three queries → 1.36–1.62 ms in one). The loader installs it; this
-module reads what it returns."""
+2-hop λ=100: p50 7.09 ms in three queries → 1.36–1.62 ms in one). The loader installs it when it
+opens and again when a load ends (VirtuosoWriter.finish says why); this module reads what it returns."""
 
 from __future__ import annotations
 

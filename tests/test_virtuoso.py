@@ -14,6 +14,7 @@ from kgqa.loaders import load_file
 from kgqa.namespace import KGNamespace
 from kgqa.sparql import virtuoso_app
 from kgqa.sparql.endpoint import EndpointError, SparqlEndpointStore
+from kgqa.sparql.virtuoso import Isql
 from kgqa.types import Edge
 from conftest import DEMO_KG
 from launchers import VirtuosoServer
@@ -135,3 +136,35 @@ def test_a_load_goes_on_when_the_app_procedure_cannot_be_installed(strict_virtuo
         report = load_file(writer, kb)
         writer.close()
     assert report.facts_in_store == 2 and "APP procedure was not installed" in caplog.text
+
+
+def test_the_app_procedure_is_created_again_once_the_loads_facts_and_counts_are_in(strict_virtuoso, monkeypatch, tmp_path):
+    """Virtuoso plans a procedure's queries when it is created, from the data there then: created only
+    when the writer opens, before a first load, its plans are made for empty graphs. So a load creates
+    it again after its facts and counts (and still at open, for a load that finds its file loaded)."""
+    ran: list[str] = []
+    real_run = Isql.run
+
+    def recording_run(self: Isql, *statements: str) -> str:
+        ran.extend(statements)
+        return real_run(self, *statements)
+
+    monkeypatch.setattr(Isql, "run", recording_run)
+    kb = tmp_path / "tiny.txt"
+    kb.write_text("a|r|b\nb|r|c\n", encoding="utf-8")
+    writer = open_writer(strict_virtuoso.writer_url, "tinyplans")
+    load_file(writer, kb)
+    writer.close()
+    creates = [i for i, text in enumerate(ran) if text.startswith("create procedure DB.DBA.KGQA_APP_1 (")]
+    bulk_loads = [i for i, text in enumerate(ran) if text == "rdf_loader_run()"]
+    recounts = [i for i, text in enumerate(ran) if "GROUP BY S, P" in text]
+    assert len(creates) == 2 and bulk_loads and recounts
+    assert creates[0] < bulk_loads[0] and creates[1] > max(bulk_loads + recounts)
+    tiny = KGNamespace("tinyplans")
+    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "tinyplans")
+    reference = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "tinyplans")
+    reference.has_app_procedure = False
+    got, want = retrieve(store, [tiny.entity("a")], 2, 10), retrieve(reference, [tiny.entity("a")], 2, 10)
+    assert store.has_app_procedure and got.trace.round_trips == 1
+    a, r, b, c = tiny.entity("a"), tiny.relation("r"), tiny.entity("b"), tiny.entity("c")
+    assert {(a, r, False, b, 1), (b, r, False, c, 2)} <= got.edge_set() == want.edge_set()
