@@ -19,6 +19,7 @@ import io
 import logging
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit
 
@@ -29,6 +30,10 @@ from kgqa.sparql.reader import Row, SparqlReader, pick_kg
 from kgqa.store import WholeRetrieval
 
 DEFAULT_TIMEOUT_S = 60.0
+#: After Virtuoso answered that kgqa's APP procedure is missing, a store asks for it again this much
+#: later: a load installs it meanwhile, and a long-running reader (the service) should not go hop by
+#: hop until it is restarted.
+APP_RECHECK_S = 300.0
 log = logging.getLogger(__name__)
 csv.field_size_limit(4 * virtuoso_app.MAX_BYTES)  # a whole retrieval comes as one value (default: 128 KiB)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
@@ -121,6 +126,8 @@ class SparqlEndpointStore(SparqlReader):
     server = ""  # the endpoint's `Server` header, seen when it is opened
     #: Whether Virtuoso has kgqa's APP procedure (None: not asked yet); see `expand_hops`.
     has_app_procedure: bool | None = None
+    #: When the server last said the procedure is missing (time.monotonic()); None: it did not.
+    _app_missing_at: float | None = None
     #: Longest text the procedure may answer with; a larger subgraph is retrieved hop by hop.
     app_max_bytes: int = virtuoso_app.MAX_BYTES
 
@@ -173,7 +180,7 @@ class SparqlEndpointStore(SparqlReader):
         whole retrieval. Hop by hop (`SparqlReader.expand_hops`) elsewhere, where the procedure is
         missing (a KG loaded by an older kgqa) and where the subgraph is too large for one value."""
         budget_ms = self._server_ms()  # never None on Virtuoso
-        if self.is_virtuoso and self.has_app_procedure is not False and budget_ms is not None:
+        if self.is_virtuoso and self._may_call_app_procedure() and budget_ms is not None:
             query = render(
                 "expand_app", kg=escape.literal(self.kg), topics=virtuoso_app.topic_list(topics), hops=escape.integer(hops),
                 lam=escape.integer(lam), budget_ms=escape.integer(budget_ms), max_bytes=escape.integer(self.app_max_bytes),
@@ -186,15 +193,23 @@ class SparqlEndpointStore(SparqlReader):
             except EndpointError as exc:
                 if not any(code in str(exc) for code in virtuoso_app.MISSING):
                     raise
-                log.warning("%s: kgqa's APP procedure is missing or not executable (%s); retrieving hop by hop "
-                            "(loading any KG with this kgqa installs it)", self.url, str(exc)[:200])
-                self.has_app_procedure = False
+                if self._app_missing_at is None:  # warn once, not at every recheck
+                    log.warning("%s: kgqa's APP procedure is missing or not executable (%s); retrieving hop by hop, "
+                                "asking again in %.0f s (loading any KG with this kgqa installs it)", self.url, str(exc)[:200], APP_RECHECK_S)
+                self.has_app_procedure, self._app_missing_at = False, time.monotonic()
             else:
-                self.has_app_procedure = True
+                self.has_app_procedure, self._app_missing_at = True, None
                 whole = virtuoso_app.parse(rows[0].get("app", "") if rows else "", topics, f"expand_app.rq at {self.url}")
                 if whole is not None:
                     return whole
         return super().expand_hops(topics, hops, lam)
+
+    def _may_call_app_procedure(self) -> bool:
+        """Not where the server said it is missing less than APP_RECHECK_S ago, nor where the caller
+        set `has_app_procedure = False` itself."""
+        if self.has_app_procedure is not False:
+            return True
+        return self._app_missing_at is not None and time.monotonic() - self._app_missing_at >= APP_RECHECK_S
 
     def close(self) -> None:
         self._http.close()
