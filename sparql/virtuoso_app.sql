@@ -1,8 +1,9 @@
 -- Virtuoso only: the whole APP retrieval (KGFR §IV-C, eq. 6–7) as a stored procedure, so that a
 -- retrieval is one SPARQL round trip (expand_app.rq calls it as sql:KGQA_APP_1) and no query text
 -- is compiled per hop: on Virtuoso, compiling the per-hop queries' new texts was two thirds of a
--- retrieval's time. The loader installs it over isql (virtuoso.py), again at the end of each load so
--- that its plans are made with the data there, and lets the SPARQL user execute it; it only reads. The reader falls back to per-hop queries where it is missing.
+-- retrieval's time. The loader installs it over isql (virtuoso.py), again when each load ends so
+-- that its plans are made with the data there, and lets the SPARQL user execute it; it only reads.
+-- The reader falls back to per-hop queries where it is missing.
 --
 -- Each lookup has graph, subject and relation bound (or graph and subject in a count graph, which
 -- holds one quad per group), so no plan ever walks a hub's edges: a group over max(λ, |S_{h-1}|)
