@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from kgqa.linking import link
-from kgqa.qa_data import read_qa
-from kgqa.store_url import open_store
+from kgqa.retrieval.linking import link
+from kgqa.loaders.qa import read_qa
+from kgqa.retrieval.store_url import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 METAQA = ROOT.parent / "shared" / "data" / "metaqa"

@@ -22,31 +22,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docker"))
 from launchers import LlamaCppServer  # noqa: E402
 
-from kgqa.evaluate import evaluate  # noqa: E402
-from kgqa.llm_openai import OpenAICompatibleLLM  # noqa: E402
-from kgqa.lmp import LMP  # noqa: E402
+from kgqa.eval.report import evaluate  # noqa: E402
+from kgqa.llm.openai_compat import OpenAICompatibleLLM  # noqa: E402
 from kgqa.loaders import load_file  # noqa: E402
-from kgqa.methods import MethodOptions, build_runner  # noqa: E402
-from kgqa.qa_data import read_qa  # noqa: E402
+from kgqa.methods import REGISTRY, build_runner  # noqa: E402
+from kgqa.loaders.qa import read_qa  # noqa: E402
 from kgqa.sparql.embedded import EmbeddedWriter  # noqa: E402
 
 METAQA = ROOT.parent / "shared" / "data" / "metaqa"
 VARIANTS = {
-    "kgfr": ("kgfr", MethodOptions(max_steps=3)),
-    "lmp-L2": ("lmp", MethodOptions(width=3, depth=2)),
-    "lmp-L3": ("lmp", MethodOptions(width=3, depth=3)),
-    "llm-only": ("llm-only", MethodOptions()),
-    "llm-only-cot": ("llm-only-cot", MethodOptions()),
+    "kgfr": ("kgfr", {"max_steps": 3}),
+    "lmp-L2": ("lmp", {"width": 3, "depth": 2}),
+    "lmp-L3": ("lmp", {"width": 3, "depth": 3}),
+    "llm-only": ("llm-only", {}),
+    "llm-only-cot": ("llm-only-cot", {}),
 }
 
 
-def bound(name: str, options: MethodOptions, store, llm) -> str:  # type: ignore[no-untyped-def]
-    method = VARIANTS[name][0]
-    if method == "kgfr":
-        return str(2 * options.max_steps)
-    if method == "lmp":
-        return f"{2 * options.depth + 1} (≤ {LMP(store, llm, options.width, options.depth).call_bound(1)})"
-    return "1"
+def bound(name: str, options: dict) -> str:
+    """The registry's bound for one topic entity (LMP: also the count without retries)."""
+    method = REGISTRY.get(VARIANTS[name][0])
+    most = method.call_bound(method.make_options(options), 1, True)
+    return f"{2 * options['depth'] + 1} (≤ {most})" if method.name == "lmp" else str(most)
 
 
 def main() -> int:
@@ -87,7 +84,7 @@ def main() -> int:
                               progress=lambda n: print(f"\r{name}: {n}/{len(examples)}", end="", file=sys.stderr, flush=True))
             print(file=sys.stderr)
             report["wall_seconds"] = time.perf_counter() - started
-            report["bound"] = bound(name, options, store, llm)
+            report["bound"] = bound(name, options)
             results["methods"][name] = report
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(results, indent=1))

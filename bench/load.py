@@ -26,7 +26,7 @@ from launchers import Neo4jServer, OxigraphServer, VirtuosoServer  # noqa: E402
 
 from kgqa import open_writer  # noqa: E402
 from kgqa.loaders import load_file  # noqa: E402
-from kgqa.namespace import KGNamespace  # noqa: E402
+from kgqa.core.namespace import KGNamespace  # noqa: E402
 from kgqa.sparql import escape  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"

@@ -34,11 +34,11 @@ sys.path.insert(0, str(ROOT / "docker"))
 from launchers import Neo4jServer, VirtuosoServer  # noqa: E402
 
 from kgqa import open_store, open_writer, retrieve
-from kgqa.errors import StoreError
+from kgqa.core.errors import StoreError
 from kgqa.loaders import load_file
-from kgqa.namespace import KGNamespace
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
-from kgqa.store import GraphStore, LoadState
+from kgqa.core.store import GraphStore, LoadState
 
 METAQA = ROOT.parent / "shared" / "data" / "metaqa"
 HUB_EDGES = 1_000_000

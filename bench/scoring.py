@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from kgqa.kgfr_pack import PackedQA
+from kgqa.methods.kgfr.pack import PackedQA
 
 ROOT = Path(__file__).resolve().parents[1]
 METAQA = ROOT.parent / "shared" / "data" / "metaqa"
@@ -79,19 +79,19 @@ def main() -> int:
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     e2e: list[dict] = []
     if args.packs:  # the store, loaders and encoder are not imported: a GPU box may lack them
-        from kgqa.kgfr_answer import BUNDLED_CHECKPOINT
-        from kgqa.train import load_checkpoint
+        from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
+        from kgqa.methods.kgfr.train import load_checkpoint
 
         model, _ = load_checkpoint(args.checkpoint or BUNDLED_CHECKPOINT, "cpu")
         rows = scoring_rows(model, {hop: PackedQA.load(args.packs / f"score-{hop}.npz") for hop in (1, 2, 3)}, devices)
     else:
-        from kgqa.kgfr_answer import KGFRAnswerer
-        from kgqa.kgfr_data import prepare
-        from kgqa.kgfr_pack import pack
+        from kgqa.methods.kgfr.answer import KGFRAnswerer
+        from kgqa.methods.kgfr.data import prepare
+        from kgqa.methods.kgfr.pack import pack
         from kgqa.loaders import load_file
-        from kgqa.qa_data import read_qa
+        from kgqa.loaders.qa import read_qa
         from kgqa.sparql.embedded import EmbeddedWriter
-        from kgqa.text import TextEncoder
+        from kgqa.retrieval.text import TextEncoder
 
         if not METAQA.exists():
             print(f"needs {METAQA}", file=sys.stderr)

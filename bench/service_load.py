@@ -29,7 +29,7 @@ from launchers import KgqaService, VirtuosoServer  # noqa: E402
 
 from kgqa import open_store, open_writer  # noqa: E402
 from kgqa.loaders import load_file  # noqa: E402
-from kgqa.qa_data import read_qa  # noqa: E402
+from kgqa.loaders.qa import read_qa  # noqa: E402
 
 METAQA = ROOT.parent / "shared" / "data" / "metaqa"
 

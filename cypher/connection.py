@@ -9,10 +9,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import neo4j
 from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable
 
-from kgqa.errors import StoreError
-from kgqa.store_url import NEO4J_SCHEMES as SCHEMES
+from kgqa.core.errors import StoreError
 
 DEFAULT_TIMEOUT_S = 30.0
+SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 
 
 class Neo4jStoreError(StoreError):

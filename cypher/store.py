@@ -11,11 +11,11 @@ from neo4j.exceptions import Neo4jError
 
 from kgqa.cypher.connection import Neo4jTarget, explain
 from kgqa.cypher.queries import cypher, repeated
-from kgqa.labels import display_label, resolved
-from kgqa.namespace import check_kg_name
+from kgqa.core.labels import display_label, resolved
+from kgqa.core.namespace import check_kg_name
 from kgqa.sparql.reader import pick_kg
-from kgqa.store import RelationInfo, StoreCounts, WholeRetrieval
-from kgqa.types import Edge, LinkedEntity
+from kgqa.core.store import RelationInfo, StoreCounts, WholeRetrieval
+from kgqa.core.types import Edge, LinkedEntity
 
 Record = dict[str, Any]
 

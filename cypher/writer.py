@@ -14,10 +14,10 @@ from neo4j.exceptions import Neo4jError
 from kgqa.cypher.connection import Neo4jStoreError, Neo4jTarget, explain
 from kgqa.cypher.queries import cypher, statements
 from kgqa.cypher.store import Neo4jStore
-from kgqa.inflight import OneInFlight
-from kgqa.labels import normalise_label
-from kgqa.namespace import check_kg_name, local_name
-from kgqa.store import LoadState, SourceFact
+from kgqa.core.inflight import OneInFlight
+from kgqa.core.labels import normalise_label
+from kgqa.core.namespace import check_kg_name, local_name
+from kgqa.core.store import LoadState, SourceFact
 
 INDEX_WAIT_S = 300
 log = logging.getLogger(__name__)

@@ -1,14 +1,14 @@
 """kgqa: question answering over knowledge graphs in real graph stores, with evidence and cost."""
 
-from kgqa.answer import Answer, AnswerItem, Evidence, LLMCall, Trace
-from kgqa.events import EvidenceReady, Final, Linked, Retrieved, Token
-from kgqa.methods import METHODS, MethodOptions
-from kgqa.retrieval import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
-from kgqa.sdk import Engine
-from kgqa.store import GraphStore, GraphWriter
-from kgqa.store_url import open_store, open_writer
-from kgqa.subgraph import Subgraph
-from kgqa.types import Edge, Entity, LinkedEntity, Relation, Triple
+from kgqa.core.answer import Answer, AnswerItem, Evidence, LLMCall, Trace
+from kgqa.core.events import EvidenceReady, Final, Linked, Retrieved, Token
+from kgqa.methods import REGISTRY
+from kgqa.retrieval.app import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
+from kgqa.faces.sdk import Engine
+from kgqa.core.store import GraphStore, GraphWriter
+from kgqa.retrieval.store_url import open_store, open_writer
+from kgqa.core.subgraph import Subgraph
+from kgqa.core.types import Edge, Entity, LinkedEntity, Relation, Triple
 
 __version__ = "0.1.0"
 
@@ -21,8 +21,7 @@ __all__ = [
     "Final",
     "LLMCall",
     "Linked",
-    "METHODS",
-    "MethodOptions",
+    "REGISTRY",
     "Retrieved",
     "Token",
     "Trace",

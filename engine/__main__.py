@@ -1,3 +1,3 @@
-from kgqa.cli import main
+from kgqa.faces.cli import main
 
 main()

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kgqa.errors import BadInputLine, KGQAError
+from kgqa.core.errors import BadInputLine, KGQAError
 from kgqa.loaders.readers import Bad, Label, detect_format, read
-from kgqa.namespace import KGNamespace
-from kgqa.store import GraphWriter, SourceFact
+from kgqa.core.namespace import KGNamespace
+from kgqa.core.store import GraphWriter, SourceFact
 
 DEFAULT_BATCH = 20_000
 # The first batch is smaller, so that a store that writes in the background (Virtuoso, Neo4j) starts

@@ -16,8 +16,8 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import IO
 
-from kgqa.namespace import KGNamespace
-from kgqa.store import SourceFact, SourceNode
+from kgqa.core.namespace import KGNamespace
+from kgqa.core.store import SourceFact, SourceNode
 
 FORMATS = ("metaqa", "tsv", "nt", "ttl", "labels")
 LABEL_PREDICATES = frozenset(

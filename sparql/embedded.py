@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from kgqa.errors import StoreError
+from kgqa.core.errors import StoreError
 from kgqa.sparql.queries import render
 from kgqa.sparql.reader import Row, SparqlReader, pick_kg
 from kgqa.sparql.writer import RdfWriter

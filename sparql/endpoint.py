@@ -23,11 +23,11 @@ import time
 from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit
 
-from kgqa.errors import StoreError
+from kgqa.core.errors import StoreError
 from kgqa.sparql import escape, virtuoso_app
 from kgqa.sparql.queries import render
 from kgqa.sparql.reader import Row, SparqlReader, pick_kg
-from kgqa.store import WholeRetrieval
+from kgqa.core.store import WholeRetrieval
 
 DEFAULT_TIMEOUT_S = 60.0
 #: After Virtuoso answered that kgqa's APP procedure is missing, a store asks for it again this much

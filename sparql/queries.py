@@ -6,8 +6,8 @@ import re
 from functools import cache
 from importlib import resources
 
-from kgqa.errors import StoreError
-from kgqa.namespace import KGNamespace
+from kgqa.core.errors import StoreError
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.escape import SparqlTerm, iri
 
 _SLOT = re.compile(r"\{\{(\w+)\}\}")

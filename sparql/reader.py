@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from kgqa.errors import StoreError, UnknownKG
-from kgqa.labels import display_label, resolved
-from kgqa.namespace import KGNamespace
+from kgqa.core.errors import StoreError, UnknownKG
+from kgqa.core.labels import display_label, resolved
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render, render_union
-from kgqa.store import RelationInfo, StoreCounts, WholeRetrieval
-from kgqa.types import Edge, LinkedEntity
+from kgqa.core.store import RelationInfo, StoreCounts, WholeRetrieval
+from kgqa.core.types import Edge, LinkedEntity
 
 Row = dict[str, str]  # variable → lexical value; unbound variables are absent
 Sizes = dict[tuple[str, str, bool], int]  # (entity, relation, inverse) → the group's stored size

@@ -22,13 +22,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pyoxigraph as ox
 
-from kgqa.errors import StoreError
-from kgqa.inflight import OneInFlight
+from kgqa.core.errors import StoreError
+from kgqa.core.inflight import OneInFlight
 from kgqa.sparql import escape, virtuoso_app
 from kgqa.sparql.endpoint import SparqlEndpointStore
 from kgqa.sparql.queries import sql_statements
 from kgqa.sparql.writer import RdfWriter
-from kgqa.store import LoadState
+from kgqa.core.store import LoadState
 
 CHUNK = 500_000  # quads per bulk-loader file
 log = logging.getLogger(__name__)

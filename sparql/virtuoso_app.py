@@ -9,11 +9,11 @@ import re
 from collections.abc import Sequence
 from importlib import resources
 
-from kgqa.errors import StoreError
-from kgqa.labels import display_label
+from kgqa.core.errors import StoreError
+from kgqa.core.labels import display_label
 from kgqa.sparql import escape
-from kgqa.store import WholeRetrieval
-from kgqa.types import Edge
+from kgqa.core.store import WholeRetrieval
+from kgqa.core.types import Edge
 
 HEADER = "kgqa-app 1"
 TOO_LARGE = HEADER + " too-large"

@@ -9,12 +9,12 @@ from collections.abc import Iterable, Sequence
 
 import pyoxigraph as ox
 
-from kgqa.labels import normalise_label
-from kgqa.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, local_name, vocab
+from kgqa.core.labels import normalise_label
+from kgqa.core.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, local_name, vocab
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render
 from kgqa.sparql.reader import SparqlReader, is_true
-from kgqa.store import LoadState, SourceFact, SourceNode
+from kgqa.core.store import LoadState, SourceFact, SourceNode
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
 XSD_BOOLEAN = ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgqa.loaders import load_file
-from kgqa.namespace import KGNamespace
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kgqa.llm import Completion, LLMError, ThreadedAsync, cut_at_stop, strip_reasoning
+from kgqa.llm.protocol import Completion, LLMError, ThreadedAsync, cut_at_stop, strip_reasoning
 
 
 class ScriptedLLM(ThreadedAsync):

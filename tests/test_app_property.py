@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kgqa import retrieve
-from kgqa.namespace import KGNamespace
-from kgqa.errors import StoreError
+from kgqa.core.namespace import KGNamespace
+from kgqa.core.errors import StoreError
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
-from kgqa.store import SourceFact, SourceNode
+from kgqa.core.store import SourceFact, SourceNode
 from reference_app import reference_app
 
 

@@ -61,8 +61,8 @@ def test_iri_pairs_escape_every_iri_and_never_render_an_empty_block():
 
 
 def test_sql_statements_take_only_iris_that_need_no_quoting():
-    from kgqa.errors import StoreError
-    from kgqa.namespace import KGNamespace
+    from kgqa.core.errors import StoreError
+    from kgqa.core.namespace import KGNamespace
     from kgqa.sparql.queries import sql_statements
 
     ns = KGNamespace("metaqa")
@@ -78,7 +78,7 @@ def test_sql_statements_take_only_iris_that_need_no_quoting():
 def test_render_union_sends_only_the_branches_asked_for_and_each_parses():
     from itertools import combinations
 
-    from kgqa.namespace import KGNamespace
+    from kgqa.core.namespace import KGNamespace
     from kgqa.sparql.queries import graph_terms, render_union
 
     graphs = graph_terms(KGNamespace("demo"))

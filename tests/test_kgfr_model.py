@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from kgqa import retrieve
-from kgqa.kgfr import KGFR, KGFRBatch, kgfr_loss, segment_logsumexp
-from kgqa.kgfr_batch import make_batch
-from kgqa.kgfr_data import locate_answers
-from kgqa.text import TextEncoder, readable_relation, relation_description
+from kgqa.methods.kgfr.model import KGFR, KGFRBatch, kgfr_loss, segment_logsumexp
+from kgqa.methods.kgfr.batch import make_batch
+from kgqa.methods.kgfr.data import locate_answers
+from kgqa.retrieval.text import TextEncoder, readable_relation, relation_description
 
 
 def _tiny_batch() -> KGFRBatch:
@@ -141,9 +141,9 @@ def test_shapes_on_real_subgraphs_and_loss_falls(demo_kg, encoder):
 def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_path):
     """`kgqa train --pack-out` / `--pack`: a pack saved to disk and loaded back yields, for any
     selection of questions, the batch that `make_batch` builds from the subgraphs themselves."""
-    from kgqa.kgfr_data import Prepared
-    from kgqa.kgfr_pack import PackedQA, pack
-    from kgqa.qa_data import QAExample
+    from kgqa.methods.kgfr.data import Prepared
+    from kgqa.methods.kgfr.pack import PackedQA, pack
+    from kgqa.loaders.qa import QAExample
 
     store, _ = demo_kg
     rows = [("who directed Kismet", "Kismet", ["William Dieterle"]), ("what language is Kismet in", "Kismet", ["English"]),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import all_label_pages
 
-from kgqa.linking import link
-from kgqa.namespace import KGNamespace
+from kgqa.retrieval.linking import link
+from kgqa.core.namespace import KGNamespace
 
 NS = KGNamespace("demo")
 
@@ -50,7 +50,7 @@ def test_label_pages_list_each_pair_once_whatever_the_page_size():
     """An entity with an id label and an explicit alias: every (entity, label) pair exactly once, in
     order, for any page size (the fuzzy index is built from these pages)."""
     from kgqa.sparql.embedded import EmbeddedWriter
-    from kgqa.store import SourceFact, SourceNode
+    from kgqa.core.store import SourceFact, SourceNode
 
     ns = KGNamespace("pages")
     writer = EmbeddedWriter.open(None, "pages")
@@ -73,7 +73,7 @@ def test_normalised_labels_fold_case_accents_and_punctuation_on_both_paths():
     import string
     import unicodedata
 
-    from kgqa.labels import normalise_label
+    from kgqa.core.labels import normalise_label
 
     assert normalise_label("The Wizard of Oz!") == "the wizard of oz"
     assert normalise_label("Michèle  Morgan_(actress)") == "michele morgan actress"

@@ -9,15 +9,15 @@ import random
 import pytest
 from scripted_llm import ScriptedLLM
 
-from kgqa.answer_mapping import answer_strings, map_answers, numbered_items
-from kgqa.kgfr_answer import KGFRAnswerer
-from kgqa.linking import link_or_resolve
-from kgqa.llm_kgfr import LLMKGFR, parse_reflection
-from kgqa.llm_only import answer_llm_only
-from kgqa.lmp import LMP, MAX_RETRIES
+from kgqa.retrieval.answer_mapping import answer_strings, map_answers, numbered_items
+from kgqa.methods.kgfr.answer import KGFRAnswerer
+from kgqa.retrieval.linking import link_or_resolve
+from kgqa.methods.kgfr.llm_loop import LLMKGFR, parse_reflection
+from kgqa.methods.llm_only.method import answer_llm_only
+from kgqa.methods.lmp.method import LMP, MAX_RETRIES
 from kgqa.loaders import load_file
-from kgqa.relation_language import RelationLanguage, generate
-from kgqa.retrieval import retrieve
+from kgqa.llm.relation_language import RelationLanguage, generate
+from kgqa.retrieval.app import retrieve
 from kgqa.sparql.embedded import EmbeddedWriter
 
 FACTS = """Kismet|directed_by|William Dieterle

@@ -11,10 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kgqa.llm import LLMError, strip_reasoning
-from kgqa.llm_cache import CachedLLM
-from kgqa.llm_openai import OpenAICompatibleLLM
-from kgqa.prompts import PROMPT_DIR, load_prompt
+from kgqa.llm.protocol import LLMError, strip_reasoning
+from kgqa.llm.cache import CachedLLM
+from kgqa.llm.openai_compat import OpenAICompatibleLLM
+from kgqa.llm.prompt import PROMPT_DIR, load_prompt
 
 
 class MisbehavingServer:

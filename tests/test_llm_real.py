@@ -16,13 +16,13 @@ import pytest
 from conftest import shared_data
 
 from kgqa import open_store, open_writer
-from kgqa.llm_cache import CachedLLM
-from kgqa.llm_openai import OpenAICompatibleLLM
-from kgqa.lmp import LMP
+from kgqa.llm.cache import CachedLLM
+from kgqa.llm.openai_compat import OpenAICompatibleLLM
+from kgqa.methods.lmp.method import LMP
 from kgqa.loaders import load_file
-from kgqa.methods import MethodOptions, build_runner
-from kgqa.qa_data import read_qa
-from kgqa.service import AnswerSchema
+from kgqa.methods import REGISTRY, build_runner
+from kgqa.loaders.qa import read_qa
+from kgqa.faces.service import AnswerSchema
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 WIDTH, DEPTH, STEPS = 3, 2, 3
@@ -80,16 +80,18 @@ def check_lmp_calls(answer) -> None:
 def test_http_provider_runs_every_method_on_embedded_and_virtuoso_with_the_same_prompts(
         llama_server, embedded_metaqa, virtuoso_metaqa, tmp_path):
     questions = dev_questions(per_hop=2)
-    options = MethodOptions(width=WIDTH, depth=DEPTH, max_steps=STEPS, describe_relations=True)
+    options = {"kgfr": {"max_steps": STEPS, "describe_relations": True}, "lmp": {"width": WIDTH, "depth": DEPTH}, "llm-only": {}}
     results = {}
     for store_name, url in (("embedded", embedded_metaqa), ("virtuoso", virtuoso_metaqa)):
         store = open_store(url, "metaqa")
         llm = CachedLLM(OpenAICompatibleLLM(model="gemma3-270m", base_url=llama_server.url, mode="completion"), tmp_path / "cache")
         for method in ("kgfr", "lmp", "llm-only"):
-            runner = build_runner(method, store, llm, options=options)
+            runner = build_runner(method, store, llm, options=options[method])
+            spec = REGISTRY.get(method)
             for ex in questions:
                 answer = runner(ex.question, None)
-                bound = {"kgfr": 2 * STEPS, "lmp": LMP(store, llm, WIDTH, DEPTH).call_bound(len(answer.topics)), "llm-only": 1}[method]
+                bound = spec.call_bound(spec.make_options(options[method]), len(answer.topics), True)
+                assert bound == {"kgfr": 2 * STEPS, "lmp": LMP(store, llm, WIDTH, DEPTH).call_bound(len(answer.topics)), "llm-only": 1}[method]
                 check_answer(answer, method, bound)
                 if method == "lmp":
                     check_lmp_calls(answer)
@@ -109,14 +111,14 @@ def test_http_provider_runs_every_method_on_embedded_and_virtuoso_with_the_same_
 def test_kgfr_llm_stays_near_two_calls_per_question(llama_server, embedded_metaqa, tmp_path):
     store = open_store(embedded_metaqa, "metaqa")
     llm = OpenAICompatibleLLM(model="gemma3-270m", base_url=llama_server.url, mode="completion")
-    runner = build_runner("kgfr", store, llm, options=MethodOptions(max_steps=STEPS, describe_relations=False))
+    runner = build_runner("kgfr", store, llm, options={"max_steps": STEPS, "describe_relations": False})
     calls = [len(runner(ex.question, None).trace.llm_calls) for ex in dev_questions(per_hop=5)]
     assert all(2 <= c <= 2 * STEPS and c % 2 == 0 for c in calls), calls
 
 
 @pytest.fixture(scope="module")
 def gemma_in_process():
-    from kgqa.llm_local import TransformersLLM
+    from kgqa.llm.local import TransformersLLM
 
     return TransformersLLM()
 
@@ -126,7 +128,7 @@ def test_in_process_transformers_provider_runs_kgfr_and_lmp(gemma_in_process, st
     store = open_store(request.getfixturevalue(store_fixture), "metaqa")
     llm = gemma_in_process
     ex = dev_questions(per_hop=1)[1]  # a 2-hop question
-    kgfr = build_runner("kgfr", store, llm, options=MethodOptions(max_steps=1))
+    kgfr = build_runner("kgfr", store, llm, options={"max_steps": 1})
     check_answer(kgfr(ex.question, None), "kgfr", 2)
     lmp = LMP(store, llm, k=2, depth=1)
     answer = lmp.answer(ex.question)

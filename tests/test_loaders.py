@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kgqa.errors import BadInputLine
+from kgqa.core.errors import BadInputLine
 from kgqa.loaders import load_file
-from kgqa.namespace import KGNamespace
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 
 NS = KGNamespace("t")
@@ -264,7 +264,7 @@ def test_labels_file_gives_readable_names_to_ids(tmp_path):
 
 
 def test_a_background_write_keeps_order_and_its_error_surfaces():
-    from kgqa.inflight import OneInFlight
+    from kgqa.core.inflight import OneInFlight
 
     done: list[int] = []
     writes = OneInFlight("test-load")

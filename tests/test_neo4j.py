@@ -9,9 +9,9 @@ from kgqa import open_store, open_writer, retrieve
 from kgqa.cypher import store as cypher_store
 from kgqa.cypher.connection import Neo4jStoreError, Neo4jTarget, Neo4jTimeout
 from kgqa.cypher.queries import cypher, repeated
-from kgqa.errors import StoreError
+from kgqa.core.errors import StoreError
 from kgqa.loaders import load_file
-from kgqa.namespace import KGNamespace
+from kgqa.core.namespace import KGNamespace
 
 HOSTILE = [
     "x' }) DETACH DELETE n //",

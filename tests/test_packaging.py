@@ -53,5 +53,5 @@ def test_wheel_and_editable_install_import_the_same_modules(tmp_path):
     assert built["origin"].startswith(str(site / "kgqa"))
     assert built["modules"] == editable["modules"]
     assert built["files"] == editable["files"]
-    assert {"kgqa.sparql", "kgqa.cypher", "kgqa.loaders", "kgqa.retrieval", "kgqa.cli"} <= set(built["modules"])
+    assert {"kgqa.sparql", "kgqa.cypher", "kgqa.loaders", "kgqa.retrieval.app", "kgqa.faces.cli"} <= set(built["modules"])
     assert {"kgqa.sparql/expand_hop.rq", "kgqa.sparql/virtuoso_counts.sql", "kgqa.cypher/expand_hops.cypher"} <= set(built["files"])

@@ -11,7 +11,7 @@ from conftest import DEMO_KG
 from scripted_llm import ScriptedLLM
 
 from kgqa import Engine, EvidenceReady, Final, Linked, Retrieved, Token
-from kgqa.errors import EntityNotFound, KGQAError
+from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.loaders import load_file
 from kgqa.sparql.embedded import EmbeddedWriter
 

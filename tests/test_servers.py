@@ -10,9 +10,9 @@ import pytest
 from conftest import all_label_pages
 
 from kgqa import open_store, open_writer, retrieve
-from kgqa.errors import StoreError
+from kgqa.core.errors import StoreError
 from kgqa.loaders import load_file
-from kgqa.namespace import KGNamespace
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.endpoint import EndpointError, SparqlEndpointStore
 
 

@@ -13,7 +13,7 @@ from launchers import KgqaService
 
 from kgqa import open_store, open_writer
 from kgqa.loaders import load_file
-from kgqa.service import AnswerSchema
+from kgqa.faces.service import AnswerSchema
 
 pytestmark = pytest.mark.slow
 KG = "svc"

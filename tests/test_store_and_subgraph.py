@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from kgqa import retrieve
-from kgqa.errors import StoreError, UnknownKG
+from kgqa.core.errors import StoreError, UnknownKG
 from kgqa.loaders import load_file
-from kgqa.namespace import KGNamespace
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 from conftest import DEMO_KG
 

@@ -9,13 +9,13 @@ import logging
 import pytest
 
 from kgqa import open_writer, retrieve
-from kgqa.errors import StoreError
+from kgqa.core.errors import StoreError
 from kgqa.loaders import load_file
-from kgqa.namespace import KGNamespace
+from kgqa.core.namespace import KGNamespace
 from kgqa.sparql import virtuoso_app
 from kgqa.sparql.endpoint import APP_RECHECK_S, EndpointError, SparqlEndpointStore
 from kgqa.sparql.virtuoso import Isql
-from kgqa.types import Edge
+from kgqa.core.types import Edge
 from conftest import DEMO_KG
 from launchers import VirtuosoServer
 

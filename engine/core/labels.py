@@ -1,0 +1,60 @@
+"""Label normalisation shared by the loaders (which store it) and the resolver (which looks it up),
+and the rules every store follows when it resolves labels and picks the label it shows."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+
+from kgqa.core.namespace import local_name
+from kgqa.core.types import Entity, LinkedEntity
+
+_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+
+
+@lru_cache(maxsize=1 << 16)
+def normalise_label(text: str) -> str:
+    """Case-, accent- and punctuation-insensitive key: "The Wizard of Oz!" → "the wizard of oz"."""
+    if text.isascii():  # NFKD leaves ASCII as it is, and it has no combining marks (most labels)
+        no_marks = text
+    else:
+        decomposed = unicodedata.normalize("NFKD", text)
+        no_marks = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(_NON_WORD.sub(" ", no_marks.casefold()).replace("_", " ").split())
+
+
+def resolved(
+    labels: Sequence[str],
+    exact: Callable[[list[str]], Iterable[tuple[str, str]]],
+    normalised: Callable[[list[str]], Iterable[tuple[str, str, str]]],
+) -> dict[str, list[LinkedEntity]]:
+    """What every store's `resolve` answers, given its two look-ups: `exact(labels)` → (label, iri)
+    pairs; `normalised(keys)` → (key, iri, stored label) for stored labels whose normalised form is
+    a key. The normalised look-up runs only for labels with no exact hit. One hit per entity, sorted
+    by IRI; a normalised hit carries the smallest of its labels that matched."""
+    found: dict[str, dict[str, LinkedEntity]] = {label: {} for label in labels}
+    if not labels:
+        return {}
+    for label, iri in exact(sorted(set(labels))):
+        found[label][iri] = LinkedEntity(label, Entity(iri, label), "exact")
+    missing = [label for label, hits in found.items() if not hits and normalise_label(label)]
+    if missing:
+        by_key: dict[str, dict[str, str]] = {}
+        for key, iri, stored in normalised(sorted({normalise_label(label) for label in missing})):
+            if normalise_label(stored) != key:
+                continue  # another label of the same entity
+            best = by_key.setdefault(key, {})
+            if iri not in best or stored < best[iri]:
+                best[iri] = stored
+        for label in missing:
+            for iri, stored in by_key.get(normalise_label(label), {}).items():
+                found[label][iri] = LinkedEntity(label, Entity(iri, stored), "normalised")
+    return {label: [hits[iri] for iri in sorted(hits)] for label, hits in found.items()}
+
+
+def display_label(iri: str, plain: Iterable[str], preferred: Iterable[str]) -> str:
+    """The one label shown for an entity, the same from every store: the smallest explicitly given
+    label, else the smallest id label a fact used, else a readable part of the IRI."""
+    return min(preferred, default=None) or min(plain, default=None) or local_name(iri)

@@ -1,0 +1,124 @@
+"""The store protocols.
+
+`GraphStore` is everything the engine may do at question time: read-only, one round trip per call
+(each call counts itself in `round_trips`). `GraphWriter` is used only by loaders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from kgqa.core.types import Edge, LinkedEntity
+
+
+@dataclass(frozen=True)
+class RelationInfo:
+    iri: str
+    label: str
+    facts: int
+
+
+@dataclass(frozen=True)
+class StoreCounts:
+    facts: int
+    entities: int
+    relations: int
+
+
+@dataclass(frozen=True)
+class SourceNode:
+    """One end of a fact as a loader read it: its IRI and the label to keep for it."""
+
+    iri: str
+    label: str | None
+
+
+@dataclass(frozen=True)
+class SourceFact:
+    subject: SourceNode
+    relation: SourceNode
+    object: SourceNode
+
+
+@dataclass
+class LoadState:
+    """What the store already holds of one source: committed records, and whether it finished."""
+
+    source_key: str
+    committed: int = 0
+    complete: bool = False
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    kg: str
+    round_trips: int
+
+    def resolve(self, labels: Sequence[str]) -> dict[str, list[LinkedEntity]]:
+        """Entities whose label equals each given label, or failing that its normalised form."""
+        ...
+
+    def expand(self, frontier: Sequence[str], reached: Collection[str], lam: int) -> list[Edge]:
+        """One APP hop (KGFR eq. 7) for the whole frontier: edges out of and into each frontier entity;
+        groups of more than `lam` edges keep only those whose far end is in `reached`."""
+        ...
+
+    def labels(self, iris: Iterable[str]) -> dict[str, str]: ...
+
+    def label_page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:
+        """Up to `limit` (entity IRI, label) pairs of the KG's entities, every label an entity has,
+        in (IRI, label) order after the key `after`: for building local label indexes page by page."""
+        ...
+
+    def relations(self) -> list[RelationInfo]: ...
+
+    def counts(self) -> StoreCounts: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class WholeRetrieval:
+    """An APP retrieval from one store call: every edge with the hop it was reached at, and the
+    label of every node and relation in it."""
+
+    edges: list[tuple[Edge, int]]
+    labels: dict[str, str]
+
+
+@runtime_checkable
+class ExpandsAllHops(Protocol):
+    """A store that runs every hop of an APP retrieval and fetches its labels itself, in fewer round
+    trips or cheaper queries than hop by hop: Neo4j chains the hops inside one Cypher query; Virtuoso
+    runs them in kgqa's stored procedure (without it, it brings labels along with the entities it
+    reads). `retrieve` uses it where a store has it."""
+
+    def expand_hops(self, topics: Sequence[str], hops: int, lam: int) -> WholeRetrieval:
+        """The edges `expand` would give hop by hop from `topics`, each with its hop number."""
+        ...
+
+
+@runtime_checkable
+class GraphWriter(Protocol):
+    kg: str
+
+    def load_state(self, source_key: str) -> LoadState: ...
+
+    def write_batch(self, facts: Sequence[SourceFact], state: LoadState, committed: int) -> None:
+        """Write facts and labels, then record `committed` source records as done: the record is
+        written only after the facts it vouches for, so a crash can lose progress but never facts."""
+        ...
+
+    def add_labels(self, labels: Sequence[tuple[str, str]]) -> None:
+        """Explicit labels for entities (rdfs:label and the like, from RDF sources)."""
+        ...
+
+    def finish(self, state: LoadState) -> None:
+        """Recompute fan-out counts and relation statistics from the stored facts; mark the source done."""
+        ...
+
+    def fact_count(self) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,409 @@
+"""`kgqa` command line: load, subgraph, stats, train, ask, eval."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from kgqa.core.errors import EntityNotFound, KGQAError
+from kgqa.faces.cli_options import method_flags
+from kgqa.methods import REGISTRY
+from kgqa.loaders.load import DEFAULT_BATCH, FIRST_BATCH
+from kgqa.retrieval.app import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
+from kgqa.retrieval.store_url import default_store_url, open_store, open_writer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Question answering over knowledge graphs in real graph stores.")
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+StoreOpt = Annotated[
+    Optional[str],
+    typer.Option("--store", help="Store URL: oxigraph:///abs/path or oxigraph://rel/path [env KGQA_STORE; default oxigraph://.kgqa/store]"),
+]
+KgOpt = Annotated[Optional[str], typer.Option("--kg", envvar="KGQA_KG", help="KG name inside the store (optional when it holds one KG) [env KGQA_KG]")]
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command()
+def load(
+    paths: Annotated[list[Path], typer.Argument(help="Files to load (.txt MetaQA, .tsv, .nt, .ttl; .gz too)")],
+    kg: Annotated[str, typer.Option("--kg", help="KG name: its IRIs live under urn:kgqa:kg:<name>:")] = "default",
+    store: StoreOpt = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="metaqa | tsv | nt | ttl | labels (id<TAB>label) (default: from the file name)")] = None,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed lines and report how many")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Re-read a file that is already loaded completely")] = False,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help=f"Facts per batch (the first is at most {FIRST_BATCH:,}, so that a server starts writing early)")] = DEFAULT_BATCH,
+) -> None:
+    """Load triples into a store: batched, idempotent, resumable after a crash."""
+    from kgqa.loaders import load_file
+
+    url = store or default_store_url()
+    try:
+        writer = open_writer(url, kg)
+        for path in paths:
+            with Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=err, transient=False,
+            ) as bar:
+                task = bar.add_task(f"load {path.name}", total=path.stat().st_size if path.is_file() else None)
+                report = load_file(
+                    writer, path, fmt, batch_size=batch_size, skip_bad=skip_bad, force=force,
+                    progress=lambda done, total: bar.update(task, completed=done, total=total),
+                )
+            if report.already_complete:
+                out.print(f"{path}: already loaded completely ({report.facts_in_store:,} facts in KG {kg!r}); --force re-reads it")
+                continue
+            rate = report.facts_written / report.seconds if report.seconds else 0.0
+            resumed = f", resumed after record {report.resumed_from:,}" if report.resumed_from else ""
+            out.print(
+                f"{path}: {report.facts_written:,} facts written in {report.seconds:.1f}s ({rate:,.0f}/s){resumed}; "
+                f"KG {kg!r} now holds {report.facts_in_store:,} facts"
+            )
+            if report.skipped:
+                shown = ", ".join(str(n) for n in report.skipped_lines)
+                out.print(f"{path}: skipped {report.skipped:,} malformed lines (first: {shown})")
+        writer.close()
+    except (KGQAError, ValueError, OSError) as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def subgraph(
+    labels: Annotated[list[str], typer.Argument(help="Topic entities by label (exact, or case/punctuation-insensitive)")],
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    hops: Annotated[int, typer.Option("--hops", min=0, max=10)] = DEFAULT_HOPS,
+    lam: Annotated[int, typer.Option("--lambda", "--lam", min=0, help="λ: per-(subject, relation) fan-out cap")] = DEFAULT_LAMBDA,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole subgraph as JSON")] = False,
+    show: Annotated[int, typer.Option("--show", min=0, help="How many edges to print")] = 15,
+) -> None:
+    """Retrieve the capped k-hop subgraph (APP, KGFR eq. 6-7) around topic entities."""
+    try:
+        graph_store = open_store(store or default_store_url(), kg)
+        linked = graph_store.resolve(labels)
+        missing = [label for label, hits in linked.items() if not hits]
+        if missing:
+            raise EntityNotFound(f"no entity labelled {', '.join(repr(m) for m in missing)} in KG {graph_store.kg!r}")
+        topics = [hit.entity.iri for hits in linked.values() for hit in hits]
+        sg = retrieve(graph_store, topics, hops=hops, lam=lam)
+    except (KGQAError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        payload = sg.to_json()
+        payload["linking"] = {
+            label: [{"iri": h.entity.iri, "label": h.entity.label, "match": h.match} for h in hits] for label, hits in linked.items()
+        }
+        json.dump(payload, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    for label, hits in linked.items():
+        for hit in hits:
+            out.print(f"topic [bold]{label}[/] → {hit.entity.label} ({hit.match} match)", highlight=False)
+    table = Table(title=f"APP subgraph: {hops} hops, λ={lam}, KG {graph_store.kg!r}")
+    for col in ("hop", "edges reached", "new nodes"):
+        table.add_column(col, justify="right")
+    for hop, (edges, nodes) in enumerate(zip(sg.trace.edges_per_hop, sg.trace.new_nodes_per_hop), start=1):
+        table.add_row(str(hop), f"{edges:,}", f"{nodes:,}")
+    out.print(table)
+    out.print(
+        f"nodes {sg.num_nodes:,} · edges {sg.num_edges:,} · relations {len(sg.relations)} · "
+        f"store round trips {sg.trace.round_trips} · {sg.trace.seconds * 1000:.1f} ms"
+    )
+    heads, tails = sg.edge_index.tolist()
+    for h, t, o, k in list(zip(heads, sg.edge_type.tolist(), tails, sg.edge_hop.tolist()))[:show]:
+        out.print(f"  [dim]hop {k}[/] {sg.node_labels[h]} —{sg.relation_name(t)}→ {sg.node_labels[o]}", highlight=False)
+    if sg.num_edges > show:
+        out.print(f"  … {sg.num_edges - show:,} more edges (--show N, or --json for all)")
+
+
+@app.command()
+def stats(store: StoreOpt = None, kg: KgOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Facts, entities and relations in a KG."""
+    try:
+        graph_store = open_store(store or default_store_url(), kg)
+        counts = graph_store.counts()
+        relations = graph_store.relations()
+    except (KGQAError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        print(json.dumps({"kg": graph_store.kg, "facts": counts.facts, "entities": counts.entities,
+                          "relations": {r.label: r.facts for r in relations}}))
+        return
+    out.print(f"KG {graph_store.kg!r}: {counts.facts:,} facts, {counts.entities:,} entities, {counts.relations} relations")
+    table = Table()
+    table.add_column("relation")
+    table.add_column("facts", justify="right")
+    for r in relations:
+        table.add_row(r.label, f"{r.facts:,}")
+    out.print(table)
+
+
+CheckpointOpt = Annotated[Optional[Path], typer.Option("--checkpoint", help="KGFR checkpoint folder (default: the bundled MetaQA one)")]
+
+
+def _bar(description: str, total: int) -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
+
+
+@app.command()
+def train(
+    qa: Annotated[Optional[list[Path]], typer.Argument(help="QA files (MetaQA `question [topic]<TAB>a|b`, or .jsonl); not with --pack")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Checkpoint folder to write")] = None,
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    pack_in: Annotated[Optional[Path], typer.Option("--pack", help="Train from this pack (written by --pack-out): no store, no encoder needed")] = None,
+    pack_out: Annotated[Optional[Path], typer.Option("--pack-out", help="Write the packed subgraphs + embeddings here (without --out: only that)")] = None,
+    max_per_hop: Annotated[Optional[int], typer.Option("--max-per-hop", min=1, help="Sample at most N questions per file (fixed seed)")] = None,
+    validation: Annotated[float, typer.Option("--validation", min=0.01, max=0.5)] = 0.1,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 20,
+    patience: Annotated[int, typer.Option("--patience", min=1)] = 5,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-3,
+    lr_decay: Annotated[float, typer.Option("--lr-decay", min=0.01, max=1.0, help="Multiply the learning rate by this after two epochs without a better validation Hits@1 (1: off)")] = 0.5,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
+    residual: Annotated[bool, typer.Option("--residual/--no-residual", help="Deviation from eq. 3: add e(i) to the layer's output")] = True,
+    norm: Annotated[bool, typer.Option("--norm/--no-norm", help="Deviation from eq. 3: LayerNorm + ReLU after each layer")] = True,
+    attn_dim: Annotated[int, typer.Option("--attn-dim", min=1, help="d_attn of eq. 5")] = 4,
+    attn_act: Annotated[str, typer.Option("--attn-act", help="g of eq. 5: relu (paper) | leaky_relu")] = "relu",
+    message: Annotated[str, typer.Option("--message", help="eq. 4 message: sum = α(s + r) (paper) | product = α(s ⊙ r) (the bundled checkpoint's; see kgqa.methods.kgfr.model)")] = "product",
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
+    time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it")] = None,
+    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
+) -> None:
+    """Train the KGFR scorer (eq. 9) on QA pairs over a store; early stopping on validation Hits@1.
+
+    Two steps when the GPU is elsewhere: `--pack-out data.npz` where the store is, then
+    `kgqa train --pack data.npz --out DIR` on the GPU machine."""
+    from kgqa.methods.kgfr.pack import PackedQA
+    from kgqa.methods.kgfr.train import TrainConfig, train as run_training
+
+    if pack_in is not None and qa:
+        _fail("give QA files (with a store) or --pack FILE, not both")
+    if pack_in is None and not qa:
+        _fail("nothing to train on: give QA files (with a store) or --pack FILE")
+    if pack_in is not None and pack_out is not None:
+        _fail("--pack-out writes a pack from QA files; with --pack there is nothing to pack")
+    if out_dir is None and pack_out is None:
+        _fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
+    from kgqa.methods.kgfr.model import ATTN_ACTIVATIONS, MESSAGES
+
+    if attn_act not in ATTN_ACTIVATIONS or message not in MESSAGES:
+        _fail(f"--attn-act must be one of {', '.join(ATTN_ACTIVATIONS)} and --message one of {', '.join(MESSAGES)}")
+    try:
+        if pack_in is not None:
+            data = PackedQA.load(pack_in)
+        else:
+            data = _pack_questions(qa or [], store, kg, max_per_hop, validation, seed, cache_dir)
+            if pack_out is not None:
+                data.save(pack_out)
+                err.print(f"pack: {len(data):,} questions, {len(data.edge_head):,} facts → {pack_out}", highlight=False)
+        if out_dir is None:
+            return
+        train_part, val_part = data.split()
+        config = TrainConfig(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, residual=residual, norm=norm, seed=seed, device=device, lr_decay=lr_decay,
+                             attn_dim=attn_dim, attn_act=attn_act, message=message, split=json.loads(data.meta),
+                             time_budget=time_budget * 60 if time_budget else None)
+        with _bar("training", 1) as bar:
+            task = bar.add_task("epoch 1", total=1)
+
+            def progress(epoch: int, step: int, total: int) -> None:
+                bar.update(task, description=f"epoch {epoch}", completed=step, total=total)
+
+            result = run_training(train_part, val_part, config, out_dir, log=lambda line: err.print(line, highlight=False), progress=progress)
+    except (KGQAError, ValueError, OSError) as exc:
+        _fail(str(exc))
+        return
+    out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
+
+
+def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_hop: int | None, validation: float, seed: int, cache_dir: Path):  # type: ignore[no-untyped-def]
+    """Read and split the QA files, retrieve every question's subgraph from the store, pack them."""
+    import random
+
+    from kgqa.methods.kgfr.data import prepare
+    from kgqa.methods.kgfr.pack import pack
+    from kgqa.loaders.qa import read_qa, split
+    from kgqa.retrieval.text import TextEncoder
+
+    graph_store = open_store(store or default_store_url(), kg)
+    examples = []
+    for i, path in enumerate(qa):
+        rows = read_qa(path)
+        examples += random.Random(seed + i).sample(rows, max_per_hop) if max_per_hop and len(rows) > max_per_hop else rows
+    train_set, val_set = split(examples, validation, seed)
+    prepared = []
+    for name, part in (("train", train_set), ("validation", val_set)):
+        with _bar(name, len(part)) as bar:
+            task = bar.add_task(f"subgraphs ({name})", total=len(part))
+            prepared += prepare(graph_store, part, 3, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n))
+    meta = {"files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
+            "train": len(train_set), "validation_size": len(val_set), "validation_qids": [e.qid for e in val_set]}
+    err.print("embedding questions and relation descriptions …", highlight=False)
+    return pack(prepared, TextEncoder(), [False] * len(train_set) + [True] * len(val_set), json.dumps(meta))
+
+
+MethodOpt = Annotated[str, typer.Option("--method", envvar="KGQA_METHOD", help=f"{' | '.join(REGISTRY.names)} (kgfr without --llm: no LLM at all) [env KGQA_METHOD]")]
+LLMOpt = Annotated[Optional[str], typer.Option("--llm", envvar="KGQA_LLM", help="gemma3-270m | local:PATH | http://host/v1?model=NAME[&mode=completion] | openai:MODEL [env KGQA_LLM]")]
+LLMCacheOpt = Annotated[Optional[Path], typer.Option("--llm-cache", help="Cache LLM replies on disk in this folder")]
+WindowOpt = Annotated[float, typer.Option("--scoring-window-ms", envvar="KGQA_SCORING_WINDOW_MS", min=0, max=1000, help="KGFR batcher: how long the first question of a batch waits for others to join")]
+BatchOpt = Annotated[int, typer.Option("--scoring-max-batch", envvar="KGQA_SCORING_MAX_BATCH", min=1, max=1024, help="KGFR batcher: most questions scored in one model call")]
+
+
+def _engine(method: str, store_url: str | None, kg: str | None, llm: str | None, llm_cache: Path | None,
+            checkpoint: Path | None, options: dict, **settings: Any):  # type: ignore[no-untyped-def]
+    from kgqa.faces.sdk import Engine
+
+    return Engine(store_url or default_store_url(), method, llm or None, kg=kg or None, checkpoint=checkpoint, llm_cache=llm_cache,
+                  settings=settings, **options)
+
+
+@app.command()
+@method_flags
+def ask(
+    question: Annotated[str, typer.Argument(help="A question in plain language")],
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Topic entity label (skips linking); repeatable")] = None,
+    method: MethodOpt = "kgfr",
+    llm: LLMOpt = None,
+    llm_cache: LLMCacheOpt = None,
+    checkpoint: CheckpointOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the Answer JSON (schema: kgqa.core.answer)")] = False,
+    method_options: Optional[dict] = None,
+) -> None:
+    """Answer a question: the answers, the facts and paths behind them, and what it cost."""
+    try:
+        with _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}) as engine:
+            result = engine.ask(question, topic)
+    except (KGQAError, ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+        return
+    if not result.topics and not method.startswith("llm-only"):
+        _fail("no entity of the KG found in the question (name one with --topic)")
+    out.print("topics: " + ", ".join(f"{t['label']} ({t['match']})" for t in result.topics), highlight=False)
+    for a in result.answers:
+        score = f"  score {a.score:.2f}" if a.score is not None else ""
+        kg_part = f"  [dim]→ {a.label} ({a.match})[/]" if a.iri and a.label != a.text else ("" if a.iri else "  [dim](not in the KG)[/]")
+        out.print(f"[bold]{a.text}[/]{kg_part}{score}", highlight=False)
+    for fact in result.evidence.facts[:5]:
+        out.print(f"  fact: {fact}", highlight=False)
+    for path in result.evidence.paths[:3]:
+        out.print(f"  path: {path}", highlight=False)
+    if result.evidence.outline:
+        out.print("[dim]outline:[/]\n" + result.evidence.outline, highlight=False, markup=False)
+    t = result.trace
+    llm_cost = t.llm_totals()
+    cost = f" · {llm_cost['calls']} LLM calls, {llm_cost['prompt_tokens']:,}+{llm_cost['completion_tokens']:,} tokens" if llm_cost["calls"] else ""
+    sub = f"subgraph {t.subgraph['nodes']:,} nodes · {t.subgraph['edges']:,} edges · " if t.subgraph else ""
+    out.print(f"[dim]{sub}{t.round_trips} round trips{cost} · {t.seconds.get('total', 0.0) * 1000:.0f} ms[/]", highlight=False)
+    if t.fallback:
+        out.print(f"[yellow]fallback: {t.fallback}[/]", highlight=False)
+
+
+@app.command(name="eval")
+@method_flags
+def eval_command(
+    qa: Annotated[list[Path], typer.Argument(help="QA files (MetaQA format or .jsonl)")],
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    method: MethodOpt = "kgfr",
+    llm: LLMOpt = None,
+    llm_cache: LLMCacheOpt = None,
+    checkpoint: CheckpointOpt = None,
+    topics: Annotated[str, typer.Option("--topics", help="gold: use the file's topics; linked: link them from the question")] = "linked",
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="First N questions per file")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Report folder (eval.json, eval.md, PNG plots)")] = Path("eval-report"),
+    workers: Annotated[int, typer.Option("--workers", min=1, max=256, help="Questions answered at once (KGFR scores them in batches; LLM methods: mind the server's rate limits)")] = 8,
+    scoring_window_ms: WindowOpt = 2.0,
+    scoring_max_batch: BatchOpt = 32,
+    method_options: Optional[dict] = None,
+) -> None:
+    """Evaluate on QA files: Hits@1, Hits@k, F1 (all and answerable), per hop, linking, LLM calls and tokens, time per stage."""
+    from kgqa.eval.report import evaluate, write_report
+    from kgqa.loaders.qa import read_qa
+
+    if topics not in ("gold", "linked"):
+        _fail(f"--topics must be gold or linked, got {topics!r}")
+    try:
+        examples = []
+        for path in qa:
+            rows = read_qa(path)
+            examples += rows[:limit] if limit else rows
+        with _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}, scoring_window_ms=scoring_window_ms,
+                     scoring_max_batch=scoring_max_batch) as engine, _bar("eval", len(examples)) as bar:
+            task = bar.add_task("questions", total=len(examples))
+            report = evaluate(engine.runner(), engine.store, examples, gold_topics=topics == "gold", workers=workers,
+                              progress=lambda n: bar.update(task, completed=n))
+        written = write_report(report, out_dir, f"kgqa eval ({method}, {topics} topics, KG {engine.store.kg!r})")
+    except (KGQAError, ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    out.print((out_dir / "eval.md").read_text(), highlight=False, markup=False)
+    out.print(f"wrote {', '.join(str(p) for p in written)}")
+
+
+@app.command()
+@method_flags
+def serve(
+    store: StoreOpt = None,
+    kg: KgOpt = None,
+    method: MethodOpt = "kgfr",
+    llm: LLMOpt = None,
+    llm_cache: LLMCacheOpt = None,
+    checkpoint: CheckpointOpt = None,
+    host: Annotated[str, typer.Option("--host", envvar="KGQA_HOST", help="Address to bind (0.0.0.0 only behind a proxy you trust)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", envvar="KGQA_PORT", min=1, max=65535)] = 8000,
+    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", envvar="KGQA_MAX_BODY_BYTES", min=256)] = 16_384,
+    max_question_chars: Annotated[int, typer.Option("--max-question-chars", envvar="KGQA_MAX_QUESTION_CHARS", min=10)] = 500,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", envvar="KGQA_REQUEST_TIMEOUT_S", min=0.1, help="Seconds per question before 504")] = 60.0,
+    max_concurrent: Annotated[int, typer.Option("--max-concurrent", envvar="KGQA_MAX_CONCURRENT", min=1, help="Questions answered at once; more wait in the queue")] = 16,
+    max_queue: Annotated[int, typer.Option("--max-queue", envvar="KGQA_MAX_QUEUE", min=0, help="Questions that may wait for a slot; past that, 503 + Retry-After")] = 256,
+    queue_timeout: Annotated[float, typer.Option("--queue-timeout", envvar="KGQA_QUEUE_TIMEOUT_S", min=0, help="Seconds a question may wait for a slot before 503 (never past --request-timeout)")] = 30.0,
+    scoring_window_ms: WindowOpt = 2.0,
+    scoring_max_batch: BatchOpt = 32,
+    api_keys: Annotated[Optional[str], typer.Option("--api-keys", envvar="KGQA_API_KEYS", help="Comma-separated keys; when set, /v1/* needs X-API-Key")] = None,
+    method_options: Optional[dict] = None,
+) -> None:
+    """Run the HTTP QA service (FastAPI): POST /v1/ask, /v1/health, /v1/methods, /metrics, /docs, and the playground at /."""
+    import uvicorn
+
+    from kgqa.faces.service import ServiceLimits, create_app, limit_malloc_arenas
+
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        limit_malloc_arenas(2)
+    try:
+        engine = _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}, scoring_window_ms=scoring_window_ms,
+                         scoring_max_batch=scoring_max_batch)
+    except (KGQAError, ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    keys = frozenset(k.strip() for k in (api_keys or "").split(",") if k.strip())
+    limits = ServiceLimits(max_body_bytes=max_body_bytes, max_question_chars=max_question_chars, request_timeout_s=request_timeout,
+                           max_concurrent=max_concurrent, max_queue=max_queue, queue_timeout_s=queue_timeout, api_keys=keys)
+    out.print(f"kgqa serving KG {engine.store.kg!r} ({method}{', LLM ' + llm if llm else ''}) on http://{host}:{port}  — docs at /docs", highlight=False)
+    try:
+        uvicorn.run(create_app(engine, limits), host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        engine.close()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,181 @@
+"""Answering with a trained KGFR scorer and no LLM (KGFR §V-A): the ranking is the answer.
+
+Evidence per question: node-level top-k candidates (eq. 10), edge-level top-n facts into each
+candidate by the maximum attention over layers (eq. 11), and path-level directed shortest paths in
+the subgraph from each candidate to each topic entity (eq. 12).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kgqa.core.answer import Answer, AnswerItem, Evidence, Trace
+from kgqa.core.events import EvidenceReady, Linked, Retrieved, emit
+from kgqa.core.control import check
+from kgqa.retrieval.linking import link_or_resolve
+from kgqa.retrieval.app import retrieve
+from kgqa.core.store import GraphStore
+from kgqa.core.subgraph import Subgraph
+from kgqa.retrieval.text import TextEncoder
+from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
+
+
+@dataclass
+class Fact:
+    head: str
+    relation: str
+    tail: str
+    attention: float
+
+
+@dataclass
+class Candidate:
+    iri: str
+    label: str
+    score: float
+    facts: list[Fact] = field(default_factory=list)  # eq. 11
+    paths: list[list[Fact]] = field(default_factory=list)  # eq. 12, one per topic entity reached
+
+
+@dataclass
+class KGFRResult:
+    question: str
+    answers: list[Candidate]  # the candidates within `margin` of the best score
+    candidates: list[Candidate]  # eq. 10: top-k
+    topics: list[dict]
+    linking_candidates: dict[str, list[str]]
+    subgraph: dict
+    seconds: dict[str, float]
+    graph: Subgraph | None = field(default=None, repr=False)
+
+    def to_answer(self) -> Answer:
+        """The common `Answer` form (method "kgfr" without an LLM: the ranking is the answer)."""
+        say = lambda f: f"{f.head} —{f.relation}→ {f.tail}"  # noqa: E731
+        best = self.answers[0] if self.answers else None
+        return Answer(
+            self.question, "kgfr",
+            answers=[AnswerItem(c.label, c.iri, c.label, "ranked", c.score) for c in self.answers],
+            topics=[dict(t) for t in self.topics],
+            evidence=Evidence(
+                candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in self.candidates],
+                facts=[say(f) for c in self.answers for f in c.facts[:3]],
+                paths=[" ; ".join(say(f) for f in p) for p in (best.paths if best else [])],
+                path_edges=path_edges(self.answers),
+            ),
+            trace=Trace(round_trips=self.subgraph.get("round_trips", 0), subgraph=dict(self.subgraph), seconds=dict(self.seconds),
+                        fallback=None if self.topics else "no topic entity was linked", linking_candidates=self.linking_candidates),
+            graph=self.graph,
+        )
+
+
+class KGFRAnswerer:
+    """Link → retrieve → score (through the shared, batching `KGFRScorer`) → evidence, for one question."""
+
+    def __init__(self, store: GraphStore, checkpoint: str | Path | None = None, encoder: TextEncoder | None = None,
+                 k: int = 20, n: int = 20, device: str = "auto", descriptions: dict[str, str] | None = None,
+                 scorer: KGFRScorer | None = None):
+        self.store = store
+        self.scorer = scorer or KGFRScorer(checkpoint, device, encoder, window_ms=0)
+        self.model, self.meta, self.encoder = self.scorer.model, self.scorer.meta, self.scorer.encoder
+        self.hops, self.lam, self.margin = self.scorer.hops, self.scorer.lam, self.scorer.margin
+        self.k, self.n = k, n
+        self.descriptions = descriptions  # relation texts u_r overriding the readable names (KGFR Fig. 2)
+
+    def answer(self, question: str, topics: list[str] | None = None) -> KGFRResult:
+        seconds: dict[str, float] = {}
+        started = time.perf_counter()
+        check("linking")
+        linking = link_or_resolve(self.store, question, topics, self.encoder)
+        seconds["link"] = time.perf_counter() - started
+        topic_info = linking.topics_json()
+        emit(Linked(topic_info))
+        linking_candidates = linking.candidates_json()
+        if not linking.topics:
+            return KGFRResult(question, [], [], topic_info, linking_candidates, {}, seconds)
+        check("retrieval")
+        mark = time.perf_counter()
+        sg = retrieve(self.store, linking.iris, self.hops, self.lam)
+        seconds["retrieve"] = time.perf_counter() - mark
+        emit(Retrieved({"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}, sg.trace.round_trips))
+        mark = time.perf_counter()
+        scored = self.scorer.score(sg, question, self.descriptions)
+        seconds["score"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        candidates = self.evidence(sg, scored)
+        seconds["evidence"] = time.perf_counter() - mark
+        emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
+        answers = self.margin_answers(candidates)
+        seconds["total"] = time.perf_counter() - started
+        stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam,
+                 "scoring_batch": scored.batch_size}
+        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg)
+
+    def margin_answers(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The answer set without an LLM: candidates within the validated margin of the best score."""
+        best = candidates[0].score if candidates else 0.0
+        return [c for c in candidates if c.score >= best - self.margin]
+
+    def score(self, sg: Subgraph, question: str) -> list[Candidate]:
+        """The top-k candidates of one subgraph, with their facts and paths (eq. 10–12)."""
+        return self.evidence(sg, self.scorer.score(sg, question, self.descriptions))
+
+    def evidence(self, sg: Subgraph, scored: Scored) -> list[Candidate]:
+        scores, alpha_max = scored.scores, scored.alpha_max
+        src, dst, types = edge_arrays(sg)
+        top = [int(i) for i in torch.argsort(scores, descending=True)[: self.k] if torch.isfinite(scores[i])]
+        into: dict[int, list[int]] = {}
+        out_of: dict[int, list[int]] = {}
+        for e, (h, t) in enumerate(zip(src.tolist(), dst.tolist())):
+            into.setdefault(t, []).append(e)
+            out_of.setdefault(h, []).append(e)
+        alpha = alpha_max.tolist()
+
+        def fact(e: int) -> Fact:
+            return Fact(sg.node_labels[src[e]], sg.relation_name(int(types[e])), sg.node_labels[dst[e]], alpha[e])
+
+        out = []
+        for node in top:
+            facts: dict[tuple[str, str, str], Fact] = {}
+            for e in sorted(into.get(node, []), key=lambda e: -alpha[e]):
+                # a fact reached from both ends is two edges of the subgraph: list it once
+                f = fact(e)
+                facts.setdefault((f.head, f.relation, f.tail), f)
+                if len(facts) == self.n:
+                    break
+            paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(out_of, src, dst, node, int(topic)))]
+            out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), list(facts.values()), paths))
+        return out
+
+
+def path_edges(candidates: list[Candidate], limit: int = 5) -> list[list[dict[str, str]]]:
+    """The first path of each of the top candidates, hop by hop, for drawing."""
+    return [[{"head": f.head, "relation": f.relation, "tail": f.tail} for f in c.paths[0]] for c in candidates[:limit] if c.paths]
+
+
+def _shortest_path(out: dict[int, list[int]], src: np.ndarray, dst: np.ndarray, start: int, goal: int) -> list[int]:
+    """Edge ids of one shortest directed path start → goal (both directions of every fact exist);
+    `out` lists the edges leaving each node, built once per question."""
+    if start == goal:
+        return []
+    previous: dict[int, int] = {start: -1}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for e in out.get(node, []):
+            nxt = int(dst[e])
+            if nxt not in previous:
+                previous[nxt] = e
+                if nxt == goal:
+                    path = []
+                    while nxt != start:
+                        path.append(previous[nxt])
+                        nxt = int(src[previous[nxt]])
+                    return path[::-1]
+                queue.append(nxt)
+    return []

@@ -1,0 +1,65 @@
+"""Subgraphs + text → a `KGFRBatch`: both directions of every fact, relation rows per question."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from kgqa.methods.kgfr.model import KGFRBatch
+from kgqa.core.subgraph import Subgraph
+from kgqa.retrieval.text import TextEncoder, relation_description
+
+
+def relation_texts(sg: Subgraph, descriptions: dict[str, str] | None = None) -> list[str]:
+    """u_r for each relation type t of the subgraph (t = 2·relation + inverse)."""
+    return [relation_description(sg.relation_labels[t // 2], bool(t % 2), descriptions) for t in range(sg.num_relation_types)]
+
+
+def make_batch(
+    subgraphs: Sequence[Subgraph],
+    question_vectors: np.ndarray,
+    encoder: TextEncoder,
+    answers: Sequence[Sequence[int]] | None = None,
+    descriptions: dict[str, str] | None = None,
+) -> KGFRBatch:
+    heads, tails, types, hops, node_graph, topic_mask, rel_rows, rel_graph = [], [], [], [], [], [], [], []
+    answer_mask = []
+    node_offset = rel_offset = 0
+    texts: list[str] = []
+    for g, sg in enumerate(subgraphs):
+        h, t = sg.edge_index
+        # (s, r, o) and (o, r⁻¹, s): the reverse of type t is t ^ 1
+        heads += [h + node_offset, t + node_offset]
+        tails += [t + node_offset, h + node_offset]
+        types += [sg.edge_type + rel_offset, (sg.edge_type ^ 1) + rel_offset]
+        hops += [sg.edge_hop, sg.edge_hop]
+        node_graph.append(np.full(sg.num_nodes, g))
+        mask = np.zeros(sg.num_nodes, dtype=bool)
+        mask[sg.topics] = True
+        topic_mask.append(mask)
+        if answers is not None:
+            gold = np.zeros(sg.num_nodes, dtype=bool)
+            gold[list(answers[g])] = True
+            answer_mask.append(gold)
+        texts += relation_texts(sg, descriptions)
+        rel_graph.append(np.full(sg.num_relation_types, g))
+        node_offset += sg.num_nodes
+        rel_offset += sg.num_relation_types
+    relation_text = encoder.encode(texts) if texts else np.zeros((0, encoder.dim), np.float32)
+
+    def cat(parts: list[np.ndarray], dtype) -> torch.Tensor:  # type: ignore[no-untyped-def]
+        return torch.from_numpy(np.concatenate(parts).astype(dtype)) if parts else torch.zeros(0, dtype=torch.long)
+
+    return KGFRBatch(
+        edge_index=torch.stack([cat(heads, np.int64), cat(tails, np.int64)]),
+        edge_type=cat(types, np.int64),
+        edge_hop=cat(hops, np.int64),
+        relation_text=torch.from_numpy(np.asarray(relation_text, dtype=np.float32)),
+        relation_graph=cat(rel_graph, np.int64),
+        node_graph=cat(node_graph, np.int64),
+        topic_mask=cat(topic_mask, bool),
+        question=torch.from_numpy(np.asarray(question_vectors, dtype=np.float32)),
+        answer_mask=cat(answer_mask, bool) if answers is not None else None,
+    )

@@ -1,0 +1,210 @@
+"""One loaded KGFR checkpoint that scores subgraphs for many callers at once, in batches.
+
+Callers (request threads of the service, `Engine.ask` from many threads, `kgqa eval`'s workers) hand
+in a subgraph and a question and wait. One scoring thread takes what has queued up — waiting at
+most `window_ms` after the first request for others to join, at most `max_batch` questions — embeds
+the questions together, runs the model once on the batch, and hands each caller its own scores and
+edge attention. A caller whose request is past its deadline or cancelled (kgqa.core.control) before
+its batch starts is dropped from it; one that gives up while waiting stops waiting.
+
+The model runs in this one thread only, so torch's intra-op threads (set to the machine's cores)
+are not oversubscribed by request threads each starting their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from kgqa.core import control
+from kgqa.core.control import RequestStopped
+from kgqa.core.subgraph import Subgraph
+from kgqa.methods.kgfr.batch import make_batch
+from kgqa.methods.kgfr.train import load_checkpoint
+from kgqa.methods.registry import MethodContext
+from kgqa.retrieval.text import TextEncoder
+
+BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "kgfr-metaqa"
+DEFAULT_MARGIN = 1.0
+DEFAULT_WINDOW_MS = 2.0
+DEFAULT_MAX_BATCH = 32
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Scored:
+    """One question's output: a score per node (topic entities -inf) and, per edge of the subgraph
+    in both directions (the order of `edge_arrays`), the largest attention over the layers (eq. 11)."""
+
+    scores: torch.Tensor  # (N,)
+    alpha_max: torch.Tensor  # (2E,)
+    batch_size: int  # how many questions shared the model call
+
+
+def edge_arrays(sg: Subgraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source, target, type) of every edge as the model sees it: each fact, then its inverse."""
+    h, t = sg.edge_index
+    return np.concatenate([h, t]), np.concatenate([t, h]), np.concatenate([sg.edge_type, sg.edge_type ^ 1])
+
+
+@dataclass
+class _Request:
+    sg: Subgraph
+    question: str
+    descriptions: dict[str, str] | None
+    control: control.RequestControl | None
+    future: Future
+
+
+class KGFRScorer:
+    def __init__(self, checkpoint: str | Path | None = None, device: str = "auto", encoder: TextEncoder | None = None,
+                 window_ms: float = DEFAULT_WINDOW_MS, max_batch: int = DEFAULT_MAX_BATCH, torch_threads: int | None = None):
+        if window_ms < 0 or max_batch < 1:
+            raise ValueError(f"the scoring window must be >= 0 ms and the batch >= 1 (got {window_ms} ms, {max_batch})")
+        self.model, self.meta = load_checkpoint(Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT, device)
+        self.device = next(self.model.parameters()).device
+        self.encoder = encoder or TextEncoder()
+        train = self.meta.get("train", {})
+        self.hops, self.lam = int(train.get("hops", 3)), int(train.get("lam", 100))
+        self.margin = float(self.meta.get("margin", DEFAULT_MARGIN))
+        self.window_s, self.max_batch = window_ms / 1000, max_batch
+        self.torch_threads = torch_threads or _cores()
+        self.batches = self.questions = 0  # counters, for the service's metrics and tests
+        self._queue: queue.Queue[_Request | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._closed = False
+
+    def score(self, sg: Subgraph, question: str, descriptions: dict[str, str] | None = None) -> Scored:
+        """Score one subgraph for one question; blocks until its batch has run. Honours the current
+        request's deadline and cancellation (raises `RequestStopped`)."""
+        if self._closed:
+            raise RuntimeError("this KGFR scorer is closed")
+        self._ensure_thread()
+        request = _Request(sg, question, descriptions, control.current(), Future())
+        self._queue.put(request)
+        while True:
+            left = request.control.remaining() if request.control else None
+            try:
+                return request.future.result(timeout=0.05 if left is None else max(0.0, min(left, 0.05)))
+            except FutureTimeout:
+                if request.control is None:
+                    continue
+                try:
+                    request.control.check("scoring")
+                except RequestStopped:
+                    request.future.cancel()  # dropped from its batch if that has not started
+                    raise
+            except CancelledError:
+                raise RequestStopped("cancelled while waiting for scoring") from None
+
+    def _ensure_thread(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="kgqa-kgfr-scorer", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        torch.set_num_threads(self.torch_threads)
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            deadline = time.perf_counter() + self.window_s
+            while len(batch) < self.max_batch:
+                try:  # whatever has queued already joins at once; then wait out the window
+                    item = self._queue.get_nowait() if self.window_s == 0 else self._queue.get(timeout=max(0.0, deadline - time.perf_counter()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(item)
+            live = [r for r in batch if self._still_wanted(r)]
+            if live:
+                self._score_batch(live)
+
+    @staticmethod
+    def _still_wanted(request: _Request) -> bool:
+        if request.control is not None:
+            try:
+                request.control.check("scoring")
+            except RequestStopped:
+                request.future.cancel()  # its caller sees it stop
+                return False
+        return request.future.set_running_or_notify_cancel()
+
+    def _score_batch(self, requests: list[_Request]) -> None:
+        groups: dict[int, list[_Request]] = {}
+        for r in requests:  # one model call per set of relation descriptions (almost always one)
+            groups.setdefault(id(r.descriptions), []).append(r)
+        for group in groups.values():
+            try:
+                results = self._forward(group)
+            except BaseException as error:  # handed to every caller of the batch
+                for r in group:
+                    r.future.set_exception(error)
+                continue
+            for r, result in zip(group, results):
+                r.future.set_result(result)
+
+    @torch.no_grad()
+    def _forward(self, requests: list[_Request]) -> list[Scored]:
+        graphs = [r.sg for r in requests]
+        vectors = self.encoder.encode([r.question for r in requests])
+        batch = make_batch(graphs, vectors, self.encoder, descriptions=requests[0].descriptions).to(self.device)
+        scores, attention = self.model(batch, keep_attention=True)
+        scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
+        alpha_max = torch.zeros(batch.edge_index.shape[1])
+        hops = batch.edge_hop.cpu()
+        for i, alpha in enumerate(attention):  # α^max over the layers that used each edge (eq. 11)
+            used = (hops <= i + 1).nonzero().squeeze(-1)
+            alpha_max[used] = torch.maximum(alpha_max[used], alpha.cpu())
+        self.batches += 1
+        self.questions += len(requests)
+        out, node, edge = [], 0, 0
+        for sg in graphs:  # make_batch lays the graphs side by side: nodes and edges are contiguous
+            out.append(Scored(scores[node:node + sg.num_nodes], alpha_max[edge:edge + 2 * sg.num_edges], len(requests)))
+            node += sg.num_nodes
+            edge += 2 * sg.num_edges
+        return out
+
+    def close(self) -> None:
+        self._closed = True
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=10)
+
+    def stats(self) -> dict[str, Any]:
+        return {"batches": self.batches, "questions": self.questions,
+                "mean_batch": self.questions / self.batches if self.batches else 0.0}
+
+
+def shared_scorer(context: MethodContext) -> KGFRScorer:
+    """The engine's one scorer per checkpoint; `context.settings` may set the batcher's
+    `scoring_window_ms`, `scoring_max_batch` and `torch_threads`."""
+    s = context.settings
+    key = ("kgfr-scorer", str(context.checkpoint or BUNDLED_CHECKPOINT))
+    return context.shared(key, lambda: KGFRScorer(
+        context.checkpoint, window_ms=s.get("scoring_window_ms", DEFAULT_WINDOW_MS),
+        max_batch=s.get("scoring_max_batch", DEFAULT_MAX_BATCH), torch_threads=s.get("torch_threads"),
+    ))
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)

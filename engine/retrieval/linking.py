@@ -1,0 +1,176 @@
+"""Entity linking from a raw question: every n-gram is looked up in the store's label index in one
+call (exact, then normalised), and the longest non-overlapping matches win, scanning left to right.
+Two fallbacks for misspellings run over a local index of the KG's labels (`kgqa.retrieval.label_index`):
+fuzzy string similarity on the spans that matched nothing as written (a fuzzy match may replace a
+match as written only by extending it into a longer name with one misspelt word), and, when nothing
+matched at all, sentence-embedding similarity. All candidates stay in the trace."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from dataclasses import dataclass, field
+
+from kgqa.retrieval.label_index import LabelIndex, index_for
+from kgqa.core.labels import normalise_label
+from kgqa.core.store import GraphStore
+from kgqa.core.types import Entity, LinkedEntity
+
+_TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*|[^\w\s]", re.UNICODE)
+MAX_NGRAM = 10
+FALLBACK_NGRAM = 8  # longest span the fallbacks try
+FUZZY_THRESHOLD = 0.85  # difflib ratio on normalised labels
+FUZZY_THRESHOLD_ONE_WORD = 0.9  # one word has more near neighbours ("william" ~ "gilliam": 0.857)
+EMBEDDING_THRESHOLD = 0.9  # cosine of sentence embeddings
+# Function words and question words: a KG may well hold a film called "What" or a band called "The",
+# but a question's "what" is almost never it. Spans made only of these words are not looked up.
+STOPWORDS = frozenset(
+    """a an the and or but if of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there when where
+    why how all any both each few more most other some such no nor not only own same so than too very
+    can will just should now is are was were be been being have has had having do does did doing would
+    could i me my we our you your he him his she her it its they them their what which who whom whose
+    this that these those am also as s t don did does was were whats who's what's which's
+    movie movies film films acted starred directed wrote written released release year years language
+    languages genre genres type types tag tags described share same person people actor actors actress
+    actresses director directors writer writers screenwriter screenwriters stars""".split()
+)
+
+
+@dataclass
+class Linking:
+    topics: list[LinkedEntity]  # chosen, one per matched span
+    candidates: dict[str, list[LinkedEntity]] = field(default_factory=dict)  # every n-gram that matched
+
+    @property
+    def iris(self) -> list[str]:
+        return list(dict.fromkeys(hit.entity.iri for hit in self.topics))
+
+    def topics_json(self) -> list[dict[str, str | float]]:
+        return [{"query": t.query, "iri": t.entity.iri, "label": t.entity.label, "match": t.match, "score": round(t.score, 4)} for t in self.topics]
+
+    def candidates_json(self) -> dict[str, list[str]]:
+        """Every question span that named entities → their IRIs (the linking trace)."""
+        return {span: [hit.entity.iri for hit in hits] for span, hits in self.candidates.items()}
+
+
+def _spans(question: str) -> list[tuple[int, int, str]]:
+    tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
+    spans = []
+    for i in range(len(tokens)):
+        for j in range(i + 1, min(len(tokens), i + MAX_NGRAM) + 1):
+            text = question[tokens[i][0] : tokens[j - 1][1]]
+            if any(ch.isalnum() for ch in text):
+                spans.append((i, j, text))
+    return spans
+
+
+def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS, fallback: bool = True, encoder=None) -> Linking:  # type: ignore[no-untyped-def]
+    """Topic entities of a question, from one `resolve` call. A span matches when the store resolves
+    it; longer spans beat shorter ones, exact matches beat normalised ones, earlier spans beat later
+    ones; spans never overlap; name-like spans beat lone lower-case words (see below). `fallback`
+    adds the fuzzy and embedding matches described above (`encoder`: a TextEncoder to share)."""
+    spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2]))]
+    found = store.resolve(sorted({text for _, _, text in spans}))
+    matched = [(i, j, text) for i, j, text in spans if found.get(text)]
+    ranked = sorted(matched, key=lambda s: (-(s[1] - s[0]), found[s[2]][0].match != "exact", s[0]))
+    chosen = _non_overlapping([(i, j, found[text][0]) for i, j, text in ranked])
+    candidates = {text: found[text] for _, _, text in matched}
+    # Misspellings: the fallbacks look at the spans that matched nothing as written. Where a name
+    # did match, a fuzzy match counts only if it extends that name's span ("Carve Heer Name with
+    # Pride" → the film "Carve Her Name with Pride", not "Pride"); where nothing matched at all,
+    # any fuzzy match counts, and failing those the best embedding match.
+    if fallback:
+        index = index_for(store)
+        if index is not None:
+            written = {text for _, _, text in matched}
+            rescued = _fallback(index, [s for s in spans if s[2] not in written], encoder, candidates, embedding=not chosen)
+            names = [(i, j) for i, j, hit in chosen if _name_like(hit.query)]
+            rescued = [(a, b, hit) for a, b, hit in rescued
+                       if all(_extends(a, b, hit, i, j, old) for i, j, old in chosen if a < j and i < b) and (not names or any(a < j and i < b for i, j in names))]
+            kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b for a, b, _ in rescued)]
+            chosen = kept + rescued
+    topics = [hit for _, _, hit in chosen]
+    # A span written like a name (several words, or a capitalised word) outranks a lone lower-case
+    # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
+    # when the question has no name-like match at all ("who directed kismet").
+    named = [hit for hit in topics if _name_like(hit.query)]
+    topics = named or topics
+    topics.sort(key=lambda hit: question.find(hit.query))
+    return Linking(topics, candidates)
+
+
+def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntity) -> bool:
+    """Whether the fuzzy match `hit` over tokens a..b may replace the match as written `old` over
+    i..j: it covers more words, names another, longer-labelled entity, and reads as that label with
+    one misspelt word — a longer span over the same name ("in Swiss Family Robinson") or a word of
+    context ("the movie Parade" ≠ "The Love Parade") is not a correction."""
+    return (a <= i and j <= b and b - a > j - i and hit.entity.iri != old.entity.iri
+            and len(hit.entity.label) > len(old.entity.label) and _one_word_misspelt(hit.query, hit.entity.label))
+
+
+def _one_word_misspelt(span: str, label: str) -> bool:
+    """Same number of words, all equal (normalised) but one, and that one alike (ratio ≥ 0.7)."""
+    ours = [normalise_label(w) for w in _TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
+    theirs = [normalise_label(w) for w in _TOKEN.findall(label) if any(ch.isalnum() for ch in w)]
+    if len(ours) != len(theirs):
+        return False
+    differ = [(x, y) for x, y in zip(ours, theirs) if x != y]
+    return len(differ) <= 1 and all(difflib.SequenceMatcher(None, x, y).ratio() >= 0.7 for x, y in differ)
+
+
+def _non_overlapping(ranked: list[tuple[int, int, LinkedEntity]]) -> list[tuple[int, int, LinkedEntity]]:
+    """Greedy, in the given order of preference: a span is kept unless it overlaps one kept before."""
+    taken: set[int] = set()
+    kept = []
+    for i, j, hit in ranked:
+        if taken & set(range(i, j)):
+            continue
+        taken |= set(range(i, j))
+        kept.append((i, j, hit))
+    return kept
+
+
+def _fallback(index: LabelIndex, spans: list[tuple[int, int, str]], encoder, candidates: dict[str, list[LinkedEntity]],  # type: ignore[no-untyped-def]
+              embedding: bool = True) -> list[tuple[int, int, LinkedEntity]]:
+    """Fuzzy matches of the question's spans (best similarity first, then longer spans, no overlaps);
+    if none (and `embedding`), the single best embedding match. Every match found is added to `candidates`."""
+    short = [s for s in spans if s[1] - s[0] <= FALLBACK_NGRAM]
+    scored: list[tuple[float, int, int, LinkedEntity]] = []
+    for i, j, text in short:
+        threshold = FUZZY_THRESHOLD if j - i > 1 else FUZZY_THRESHOLD_ONE_WORD
+        hits = [LinkedEntity(text, Entity(m.iri, m.label), "fuzzy", m.score) for m in index.fuzzy(text, threshold=threshold)]
+        if hits:
+            candidates[text] = hits
+            scored.append((hits[0].score, i, j, hits[0]))
+    if not scored and short and embedding:
+        encoder = encoder or _shared_encoder()
+        for (i, j, text), m in zip(short, index.nearest([s[2] for s in short], encoder, EMBEDDING_THRESHOLD)):
+            if m is not None:
+                hit = LinkedEntity(text, Entity(m.iri, m.label), "embedding", m.score)
+                candidates[text] = [hit]
+                scored.append((m.score, i, j, hit))
+        scored = sorted(scored, key=lambda s: -s[0])[:1]
+    return _non_overlapping([(i, j, hit) for _, i, j, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1]))])
+
+
+@functools.cache
+def _shared_encoder():  # type: ignore[no-untyped-def]
+    from kgqa.retrieval.text import TextEncoder
+
+    return TextEncoder()
+
+
+def _name_like(span: str) -> bool:
+    words = _TOKEN.findall(span)
+    return len([w for w in words if any(ch.isalnum() for ch in w)]) > 1 or span[:1].isupper() or any(ch.isdigit() for ch in span)
+
+
+def link_or_resolve(store: GraphStore, question: str, topics: list[str] | None = None, encoder=None) -> Linking:  # type: ignore[no-untyped-def]
+    """The question's topic entities: the given topic labels resolved (first hit each), or linked
+    from the question when none are given."""
+    if topics is None:
+        return link(store, question, encoder=encoder)
+    found = store.resolve(topics)
+    return Linking([hits[0] for hits in found.values() if hits], {k: v for k, v in found.items() if v})
