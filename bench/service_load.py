@@ -3,7 +3,12 @@ MetaQA KB, driven from this (second) process by N concurrent clients for a fixed
 Reports req/s, p50/p99 latency, errors by kind, and the service's RSS after warm-up and at the end.
 Bounded in time (--seconds) and in count (--max-requests).
 
-    .venv/bin/python bench/service_load.py [--seconds 60] [--clients 32] [--max-concurrent 32]
+    .venv/bin/python bench/service_load.py [--seconds 60] [--clients 32] [--max-concurrent N] [--compare REV]
+
+`--compare REV` also runs the service of git revision REV (e.g. the commit before a change) against
+the same Virtuoso in the same run, first, so that before and after share the machine's state. Each
+service gets its own defaults unless --max-concurrent is given (REV's runs with --max-concurrent 32,
+as this bench used to).
 
 Prints a Markdown table; saves bench/results/service_load.json.
 """
@@ -11,9 +16,12 @@ Prints a Markdown table; saves bench/results/service_load.json.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import random
 import shutil
+import subprocess
+import tarfile
 import statistics
 import sys
 import tempfile
@@ -84,11 +92,50 @@ def run_clients(url: str, questions: list[tuple[str, list[str]]], clients: int, 
             "mean_ms": 1000 * statistics.mean(latencies) if latencies else float("nan")}
 
 
+def package_of(rev: str, into: Path) -> Path:
+    """REV's source laid out as the installed `kgqa` package (engine/ as kgqa/, with its sparql/,
+    cypher/ and loaders/ inside), for PYTHONPATH: it then wins over the editable install."""
+    archive = subprocess.run(["git", "archive", rev, "engine", "sparql", "cypher", "loaders"], cwd=ROOT, capture_output=True, check=True).stdout
+    src = into / "src"
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(src)
+    package = into / "pkg" / "kgqa"
+    shutil.copytree(src / "engine", package)
+    for sub in ("sparql", "cypher", "loaders"):
+        shutil.copytree(src / sub, package / sub)
+    return into / "pkg"
+
+
+def load_service(store: str, questions: list, args: argparse.Namespace, log_dir: Path, env: dict[str, str], flags: list[str]) -> dict:
+    with KgqaService(store, *flags, kg="metaqa", log_dir=log_dir, env=env) as service:
+        assert service.proc is not None
+        pid = service.proc.pid
+        warm = run_clients(service.url, questions, args.clients, args.warmup, args.max_requests)
+        rss_start = rss_mb(pid)
+        samples: list[float] = []
+        stop_sampling = threading.Event()
+
+        def sample() -> None:
+            while not stop_sampling.wait(5):
+                samples.append(rss_mb(pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        result = run_clients(service.url, questions, args.clients, args.seconds, args.max_requests)
+        stop_sampling.set()
+        rss_end = rss_mb(pid)
+        result.update({"rss_samples_mb": samples, "service_env": env, "flags": flags, "warmup_requests": warm["requests"],
+                       "rss_start_mb": rss_start, "rss_end_mb": rss_end, "rss_growth": (rss_end - rss_start) / rss_start,
+                       "log": service.log_path.read_text(errors="replace")[-5000:]})
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--clients", type=int, default=32)
-    ap.add_argument("--max-concurrent", type=int, default=32, help="the service's --max-concurrent")
+    ap.add_argument("--max-concurrent", type=int, default=None, help="the service's --max-concurrent (default: its own)")
+    ap.add_argument("--compare", metavar="REV", help="also run the service of this git revision, first, in the same run")
     ap.add_argument("--max-requests", type=int, default=100_000)
     ap.add_argument("--warmup", type=float, default=10)
     ap.add_argument("--service-env", action="append", default=[], metavar="KEY=VALUE", help="extra environment for the service")
@@ -110,39 +157,28 @@ def main() -> int:
         reader.close()
         questions = [(q, topics) for q, topics in questions if topics and all(t in known for t in topics)]
         env = dict(item.split("=", 1) for item in args.service_env)
-        with KgqaService("sparql+" + virtuoso.sparql_url, "--max-concurrent", str(args.max_concurrent),
-                         kg="metaqa", log_dir=Path(tmp), env=env) as service:
-            assert service.proc is not None
-            pid = service.proc.pid
-            warm = run_clients(service.url, questions, args.clients, args.warmup, args.max_requests)
-            rss_start = rss_mb(pid)
-            samples: list[float] = []
-            stop_sampling = threading.Event()
-
-            def sample() -> None:
-                while not stop_sampling.wait(5):
-                    samples.append(rss_mb(pid))
-
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-            result = run_clients(service.url, questions, args.clients, args.seconds, args.max_requests)
-            stop_sampling.set()
-            rss_end = rss_mb(pid)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(service.log_path, args.out.with_suffix(".log"))  # the service's own log, errors included
-    result.update({"rss_samples_mb": samples, "service_env": env, "questions_pool": len(questions), "clients": args.clients, "seconds": args.seconds, "max_concurrent": args.max_concurrent,
-                   "warmup_requests": warm["requests"], "rss_start_mb": rss_start, "rss_end_mb": rss_end,
-                   "rss_growth": (rss_end - rss_start) / rss_start})
+        store = "sparql+" + virtuoso.sparql_url
+        runs: dict[str, dict] = {}
+        if args.compare:
+            old_flags = ["--max-concurrent", str(args.max_concurrent or 32)]
+            pythonpath = package_of(args.compare, Path(tmp) / "compare")
+            runs[f"before ({args.compare})"] = load_service(store, questions, args, Path(tmp), {**env, "PYTHONPATH": str(pythonpath)}, old_flags)
+        flags = ["--max-concurrent", str(args.max_concurrent)] if args.max_concurrent else []
+        runs["now"] = load_service(store, questions, args, Path(tmp), env, flags)
+    summary = {"questions_pool": len(questions), "clients": args.clients, "seconds": args.seconds, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1))
-    errors = ", ".join(f"{k}: {v}" for k, v in result["errors"].items()) or "0"
+    args.out.write_text(json.dumps(summary, indent=1))
     print(f"`kgqa serve` (kgfr, no LLM) over Virtuoso with the MetaQA KB; {args.clients} clients for {args.seconds:.0f} s "
           f"from a second process on loopback (after {args.warmup:.0f} s warm-up with as many clients; RSS measured after it)\n")
-    print("| requests | req/s | p50 ms | p99 ms | p99/p50 | errors | RSS start MB | RSS end MB | RSS growth |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"\nRSS every 5 s (MB): {', '.join(f'{x:.0f}' for x in samples)}; service environment: {env or 'default'}\n")
-    print(f"| {result['requests']} | {result['req_per_s']:.1f} | {result['p50_ms']:.0f} | {result['p99_ms']:.0f} | "
-          f"{result['p99_ms'] / result['p50_ms']:.1f} | {errors} | {rss_start:.0f} | {rss_end:.0f} | {100 * result['rss_growth']:+.1f}% |")
+    print("| service | flags | requests | req/s | p50 ms | p99 ms | p99/p50 | errors | RSS start MB | RSS end MB | RSS growth |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in runs.items():
+        errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
+        print(f"| {name} | {' '.join(r['flags']) or 'defaults'} | {r['requests']} | {r['req_per_s']:.1f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | "
+              f"{r['p99_ms'] / r['p50_ms']:.1f} | {errors} | {r['rss_start_mb']:.0f} | {r['rss_end_mb']:.0f} | {100 * r['rss_growth']:+.1f}% |")
+    if len(runs) == 2:
+        before, now = runs.values()
+        print(f"\nreq/s now / before: {now['req_per_s'] / before['req_per_s']:.2f}x")
     return 0
 
 

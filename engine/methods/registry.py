@@ -12,7 +12,9 @@ are all read off the registry, so adding a method is its folder plus one line in
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
+import time
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from kgqa.llm.protocol import LLM
 Runner = Callable[[str, "list[str] | None"], Answer]
 NeedsLLM = Literal["no", "optional", "yes"]
 OPTION_TYPES = (bool, int, float, str)
+log = logging.getLogger(__name__)
 
 
 def option(default: Any, help: str, *, min: float | None = None, max: float | None = None,
@@ -137,6 +140,18 @@ class Registry:
             raise ValueError("two methods share a name")
         self.all_options()  # fails at import when two methods spell one option differently
 
+    def register(self, method: Method) -> None:
+        """Add a method (a plugin's, or a test's) before the faces that read the registry are imported:
+        the CLI's flags and the service's schema are generated when their modules load."""
+        if method.name in self._methods:
+            raise ValueError(f"a method named {method.name!r} is registered already")
+        self._methods[method.name] = method
+        try:
+            self.all_options()
+        except ValueError:
+            del self._methods[method.name]
+            raise
+
     def __iter__(self) -> Iterator[Method]:
         return iter(self._methods.values())
 
@@ -173,4 +188,16 @@ class Registry:
             raise ValueError(f"method {name!r} needs an LLM (--llm)")
         if options is None or isinstance(options, dict):
             options = method.make_options(options)
-        return method.build(context, options)
+        runner = method.build(context, options)
+        has_llm = context.llm is not None
+
+        def run(question: str, topics: list[str] | None = None) -> Answer:
+            started = time.perf_counter()
+            answer = runner(question, topics)
+            answer.trace.seconds.setdefault("total", time.perf_counter() - started)
+            bound = method.call_bound(options, len(answer.topics), has_llm)
+            if len(answer.trace.llm_calls) > bound:  # a method's bug, not the user's: say so, keep the answer
+                log.error("method %r made %d LLM calls, over its declared bound %d", name, len(answer.trace.llm_calls), bound)
+            return answer
+
+        return run

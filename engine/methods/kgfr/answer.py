@@ -129,26 +129,25 @@ class KGFRAnswerer:
         scores, alpha_max = scored.scores, scored.alpha_max
         src, dst, types = edge_arrays(sg)
         top = [int(i) for i in torch.argsort(scores, descending=True)[: self.k] if torch.isfinite(scores[i])]
-        into: dict[int, list[int]] = {}
-        out_of: dict[int, list[int]] = {}
-        for e, (h, t) in enumerate(zip(src.tolist(), dst.tolist())):
-            into.setdefault(t, []).append(e)
-            out_of.setdefault(h, []).append(e)
+        out_of = _Adjacency(src, sg.num_nodes)
+        heads, tails, kinds = src.tolist(), dst.tolist(), types.tolist()
+        alpha_np = alpha_max.numpy()
         alpha = alpha_max.tolist()
 
         def fact(e: int) -> Fact:
-            return Fact(sg.node_labels[src[e]], sg.relation_name(int(types[e])), sg.node_labels[dst[e]], alpha[e])
+            return Fact(sg.node_labels[heads[e]], sg.relation_name(kinds[e]), sg.node_labels[tails[e]], alpha[e])
 
         out = []
         for node in top:
             facts: dict[tuple[str, str, str], Fact] = {}
-            for e in sorted(into.get(node, []), key=lambda e: -alpha[e]):
+            into = np.flatnonzero(dst == node)  # ascending edge ids, then by attention (a stable sort keeps ties in order)
+            for e in into[np.argsort(-alpha_np[into], kind="stable")].tolist():
                 # a fact reached from both ends is two edges of the subgraph: list it once
                 f = fact(e)
                 facts.setdefault((f.head, f.relation, f.tail), f)
                 if len(facts) == self.n:
                     break
-            paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(out_of, src, dst, node, int(topic)))]
+            paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(out_of, heads, tails, node, int(topic)))]
             out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), list(facts.values()), paths))
         return out
 
@@ -158,7 +157,19 @@ def path_edges(candidates: list[Candidate], limit: int = 5) -> list[list[dict[st
     return [[{"head": f.head, "relation": f.relation, "tail": f.tail} for f in c.paths[0]] for c in candidates[:limit] if c.paths]
 
 
-def _shortest_path(out: dict[int, list[int]], src: np.ndarray, dst: np.ndarray, start: int, goal: int) -> list[int]:
+class _Adjacency:
+    """The edges leaving each node in ascending id order (CSR from one stable sort, not a Python loop
+    over every edge: ~4 ms a question for 3-hop subgraphs before)."""
+
+    def __init__(self, src: np.ndarray, num_nodes: int):
+        self._order = np.argsort(src, kind="stable").tolist()
+        self._start = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=num_nodes))]).tolist()
+
+    def get(self, node: int, default: list[int] | None = None) -> list[int]:
+        return self._order[self._start[node]:self._start[node + 1]]
+
+
+def _shortest_path(out: _Adjacency, src: list[int], dst: list[int], start: int, goal: int) -> list[int]:
     """Edge ids of one shortest directed path start → goal (both directions of every fact exist);
     `out` lists the edges leaving each node, built once per question."""
     if start == goal:
@@ -168,14 +179,14 @@ def _shortest_path(out: dict[int, list[int]], src: np.ndarray, dst: np.ndarray, 
     while queue:
         node = queue.popleft()
         for e in out.get(node, []):
-            nxt = int(dst[e])
+            nxt = dst[e]
             if nxt not in previous:
                 previous[nxt] = e
                 if nxt == goal:
                     path = []
                     while nxt != start:
                         path.append(previous[nxt])
-                        nxt = int(src[previous[nxt]])
+                        nxt = src[previous[nxt]]
                     return path[::-1]
                 queue.append(nxt)
     return []

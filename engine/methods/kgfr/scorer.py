@@ -91,6 +91,7 @@ class KGFRScorer:
         request's deadline and cancellation (raises `RequestStopped`)."""
         if self._closed:
             raise RuntimeError("this KGFR scorer is closed")
+        control.check("scoring")
         self._ensure_thread()
         request = _Request(sg, question, descriptions, control.current(), Future())
         self._queue.put(request)
@@ -163,7 +164,7 @@ class KGFRScorer:
     @torch.no_grad()
     def _forward(self, requests: list[_Request]) -> list[Scored]:
         graphs = [r.sg for r in requests]
-        vectors = self.encoder.encode([r.question for r in requests])
+        vectors = self.encoder.encode_bulk([r.question for r in requests])  # not cached: a service sees each question once
         batch = make_batch(graphs, vectors, self.encoder, descriptions=requests[0].descriptions).to(self.device)
         scores, attention = self.model(batch, keep_attention=True)
         scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
