@@ -1,4 +1,4 @@
-"""`kgqa` command line: load, subgraph, stats, train, ask, eval."""
+"""`kgqa` command line: load, subgraph, stats, train, ask, eval, serve."""
 
 from __future__ import annotations
 
@@ -9,31 +9,19 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from kgqa.core.errors import EntityNotFound, KGQAError
+from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, err, fail, out, progress_bar
 from kgqa.faces.cli_options import method_flags
-from kgqa.methods import REGISTRY
+from kgqa.faces.cli_train import train
 from kgqa.loaders.load import DEFAULT_BATCH, FIRST_BATCH
+from kgqa.methods import REGISTRY
 from kgqa.retrieval.app import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
 from kgqa.retrieval.store_url import default_store_url, open_store, open_writer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Question answering over knowledge graphs in real graph stores.")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-StoreOpt = Annotated[
-    Optional[str],
-    typer.Option("--store", help="Store URL: oxigraph:///abs/path or oxigraph://rel/path [env KGQA_STORE; default oxigraph://.kgqa/store]"),
-]
-KgOpt = Annotated[Optional[str], typer.Option("--kg", envvar="KGQA_KG", help="KG name inside the store (optional when it holds one KG) [env KGQA_KG]")]
-
-
-def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(2)
 
 
 @app.command()
@@ -76,7 +64,7 @@ def load(
                 out.print(f"{path}: skipped {report.skipped:,} malformed lines (first: {shown})")
         writer.close()
     except (KGQAError, ValueError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 @app.command()
@@ -99,7 +87,7 @@ def subgraph(
         topics = [hit.entity.iri for hits in linked.values() for hit in hits]
         sg = retrieve(graph_store, topics, hops=hops, lam=lam)
     except (KGQAError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if as_json:
         payload = sg.to_json()
@@ -137,7 +125,7 @@ def stats(store: StoreOpt = None, kg: KgOpt = None, as_json: Annotated[bool, typ
         counts = graph_store.counts()
         relations = graph_store.relations()
     except (KGQAError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if as_json:
         print(json.dumps({"kg": graph_store.kg, "facts": counts.facts, "entities": counts.entities,
@@ -152,109 +140,7 @@ def stats(store: StoreOpt = None, kg: KgOpt = None, as_json: Annotated[bool, typ
     out.print(table)
 
 
-CheckpointOpt = Annotated[Optional[Path], typer.Option("--checkpoint", help="KGFR checkpoint folder (default: the bundled MetaQA one)")]
-
-
-def _bar(description: str, total: int) -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
-
-
-@app.command()
-def train(
-    qa: Annotated[Optional[list[Path]], typer.Argument(help="QA files (MetaQA `question [topic]<TAB>a|b`, or .jsonl); not with --pack")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Checkpoint folder to write")] = None,
-    store: StoreOpt = None,
-    kg: KgOpt = None,
-    pack_in: Annotated[Optional[Path], typer.Option("--pack", help="Train from this pack (written by --pack-out): no store, no encoder needed")] = None,
-    pack_out: Annotated[Optional[Path], typer.Option("--pack-out", help="Write the packed subgraphs + embeddings here (without --out: only that)")] = None,
-    max_per_hop: Annotated[Optional[int], typer.Option("--max-per-hop", min=1, help="Sample at most N questions per file (fixed seed)")] = None,
-    validation: Annotated[float, typer.Option("--validation", min=0.01, max=0.5)] = 0.1,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 20,
-    patience: Annotated[int, typer.Option("--patience", min=1)] = 5,
-    lr: Annotated[float, typer.Option("--lr")] = 1e-3,
-    lr_decay: Annotated[float, typer.Option("--lr-decay", min=0.01, max=1.0, help="Multiply the learning rate by this after two epochs without a better validation Hits@1 (1: off)")] = 0.5,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
-    residual: Annotated[bool, typer.Option("--residual/--no-residual", help="Deviation from eq. 3: add e(i) to the layer's output")] = True,
-    norm: Annotated[bool, typer.Option("--norm/--no-norm", help="Deviation from eq. 3: LayerNorm + ReLU after each layer")] = True,
-    attn_dim: Annotated[int, typer.Option("--attn-dim", min=1, help="d_attn of eq. 5")] = 4,
-    attn_act: Annotated[str, typer.Option("--attn-act", help="g of eq. 5: relu (paper) | leaky_relu")] = "relu",
-    message: Annotated[str, typer.Option("--message", help="eq. 4 message: sum = α(s + r) (paper) | product = α(s ⊙ r) (the bundled checkpoint's; see kgqa.methods.kgfr.model)")] = "product",
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
-    time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it")] = None,
-    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
-) -> None:
-    """Train the KGFR scorer (eq. 9) on QA pairs over a store; early stopping on validation Hits@1.
-
-    Two steps when the GPU is elsewhere: `--pack-out data.npz` where the store is, then
-    `kgqa train --pack data.npz --out DIR` on the GPU machine."""
-    from kgqa.methods.kgfr.pack import PackedQA
-    from kgqa.methods.kgfr.train import TrainConfig, train as run_training
-
-    if pack_in is not None and qa:
-        _fail("give QA files (with a store) or --pack FILE, not both")
-    if pack_in is None and not qa:
-        _fail("nothing to train on: give QA files (with a store) or --pack FILE")
-    if pack_in is not None and pack_out is not None:
-        _fail("--pack-out writes a pack from QA files; with --pack there is nothing to pack")
-    if out_dir is None and pack_out is None:
-        _fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
-    from kgqa.methods.kgfr.model import ATTN_ACTIVATIONS, MESSAGES
-
-    if attn_act not in ATTN_ACTIVATIONS or message not in MESSAGES:
-        _fail(f"--attn-act must be one of {', '.join(ATTN_ACTIVATIONS)} and --message one of {', '.join(MESSAGES)}")
-    try:
-        if pack_in is not None:
-            data = PackedQA.load(pack_in)
-        else:
-            data = _pack_questions(qa or [], store, kg, max_per_hop, validation, seed, cache_dir)
-            if pack_out is not None:
-                data.save(pack_out)
-                err.print(f"pack: {len(data):,} questions, {len(data.edge_head):,} facts → {pack_out}", highlight=False)
-        if out_dir is None:
-            return
-        train_part, val_part = data.split()
-        config = TrainConfig(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, residual=residual, norm=norm, seed=seed, device=device, lr_decay=lr_decay,
-                             attn_dim=attn_dim, attn_act=attn_act, message=message, split=json.loads(data.meta),
-                             time_budget=time_budget * 60 if time_budget else None)
-        with _bar("training", 1) as bar:
-            task = bar.add_task("epoch 1", total=1)
-
-            def progress(epoch: int, step: int, total: int) -> None:
-                bar.update(task, description=f"epoch {epoch}", completed=step, total=total)
-
-            result = run_training(train_part, val_part, config, out_dir, log=lambda line: err.print(line, highlight=False), progress=progress)
-    except (KGQAError, ValueError, OSError) as exc:
-        _fail(str(exc))
-        return
-    out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
-
-
-def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_hop: int | None, validation: float, seed: int, cache_dir: Path):  # type: ignore[no-untyped-def]
-    """Read and split the QA files, retrieve every question's subgraph from the store, pack them."""
-    import random
-
-    from kgqa.methods.kgfr.data import prepare
-    from kgqa.methods.kgfr.pack import pack
-    from kgqa.loaders.qa import read_qa, split
-    from kgqa.retrieval.text import TextEncoder
-
-    graph_store = open_store(store or default_store_url(), kg)
-    examples = []
-    for i, path in enumerate(qa):
-        rows = read_qa(path)
-        examples += random.Random(seed + i).sample(rows, max_per_hop) if max_per_hop and len(rows) > max_per_hop else rows
-    train_set, val_set = split(examples, validation, seed)
-    prepared = []
-    for name, part in (("train", train_set), ("validation", val_set)):
-        with _bar(name, len(part)) as bar:
-            task = bar.add_task(f"subgraphs ({name})", total=len(part))
-            prepared += prepare(graph_store, part, 3, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n))
-    meta = {"files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
-            "train": len(train_set), "validation_size": len(val_set), "validation_qids": [e.qid for e in val_set]}
-    err.print("embedding questions and relation descriptions …", highlight=False)
-    return pack(prepared, TextEncoder(), [False] * len(train_set) + [True] * len(val_set), json.dumps(meta))
+app.command()(train)
 
 
 MethodOpt = Annotated[str, typer.Option("--method", envvar="KGQA_METHOD", help=f"{' | '.join(REGISTRY.names)} (kgfr without --llm: no LLM at all) [env KGQA_METHOD]")]
@@ -291,13 +177,13 @@ def ask(
         with _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}) as engine:
             result = engine.ask(question, topic)
     except (KGQAError, ValueError, FileNotFoundError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
         return
     if not result.topics and not method.startswith("llm-only"):
-        _fail("no entity of the KG found in the question (name one with --topic)")
+        fail("no entity of the KG found in the question (name one with --topic)")
     out.print("topics: " + ", ".join(f"{t['label']} ({t['match']})" for t in result.topics), highlight=False)
     for a in result.answers:
         score = f"  score {a.score:.2f}" if a.score is not None else ""
@@ -341,20 +227,20 @@ def eval_command(
     from kgqa.loaders.qa import read_qa
 
     if topics not in ("gold", "linked"):
-        _fail(f"--topics must be gold or linked, got {topics!r}")
+        fail(f"--topics must be gold or linked, got {topics!r}")
     try:
         examples = []
         for path in qa:
             rows = read_qa(path)
             examples += rows[:limit] if limit else rows
         with _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}, scoring_window_ms=scoring_window_ms,
-                     scoring_max_batch=scoring_max_batch) as engine, _bar("eval", len(examples)) as bar:
+                     scoring_max_batch=scoring_max_batch) as engine, progress_bar("eval", len(examples)) as bar:
             task = bar.add_task("questions", total=len(examples))
             report = evaluate(engine.runner(), engine.store, examples, gold_topics=topics == "gold", workers=workers,
                               progress=lambda n: bar.update(task, completed=n))
         written = write_report(report, out_dir, f"kgqa eval ({method}, {topics} topics, KG {engine.store.kg!r})")
     except (KGQAError, ValueError, FileNotFoundError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     out.print((out_dir / "eval.md").read_text(), highlight=False, markup=False)
     out.print(f"wrote {', '.join(str(p) for p in written)}")
@@ -393,7 +279,7 @@ def serve(
         engine = _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}, scoring_window_ms=scoring_window_ms,
                          scoring_max_batch=scoring_max_batch)
     except (KGQAError, ValueError, FileNotFoundError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     keys = frozenset(k.strip() for k in (api_keys or "").split(",") if k.strip())
     limits = ServiceLimits(max_body_bytes=max_body_bytes, max_question_chars=max_question_chars, request_timeout_s=request_timeout,
