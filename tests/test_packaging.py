@@ -13,18 +13,28 @@ INVENTORY = r"""
 import importlib, json, pkgutil, sys
 from importlib import resources
 import kgqa
-# Walk every declared package's own __path__: under an editable install the subpackages live in
-# other folders (cypher/, sparql/, loaders/), so a walk of kgqa.__path__ alone would not see them.
-mods = set()
-for name in ("kgqa", "kgqa.sparql", "kgqa.cypher", "kgqa.loaders"):
+# Walk every package's own __path__, layer sub-packages included: under an editable install some
+# subpackages live in other folders (cypher/, sparql/, loaders/), so one walk of kgqa.__path__ would miss them.
+mods, todo = set(), ["kgqa", "kgqa.sparql", "kgqa.cypher", "kgqa.loaders"]
+while todo:
+    name = todo.pop()
     pkg = importlib.import_module(name)
-    mods |= {m.name for m in pkgutil.iter_modules(pkg.__path__, name + ".")} | ({name} - {"kgqa"})
+    mods |= {name} - {"kgqa"}
+    for m in pkgutil.iter_modules(pkg.__path__, name + "."):
+        if m.ispkg and m.name not in mods:
+            todo.append(m.name)
+        mods.add(m.name)
 mods = sorted(mods)
 for m in (m for m in mods if not m.endswith("__main__")):
     importlib.import_module(m)
 files = sorted(
     f"{pkg}/{f.name}" for pkg in ("kgqa.sparql", "kgqa.cypher")
     for f in resources.files(pkg).iterdir() if f.name.endswith((".rq", ".cypher", ".sql"))
+)
+files += sorted(f"kgqa.llm/prompts/{f.name}" for f in (resources.files("kgqa.llm") / "prompts").iterdir())
+files += sorted(
+    f"kgqa.methods.kgfr/checkpoints/{d.name}/{f.name}"
+    for d in (resources.files("kgqa.methods.kgfr") / "checkpoints").iterdir() if d.is_dir() for f in d.iterdir()
 )
 print(json.dumps({"origin": kgqa.__file__, "modules": mods, "files": files}))
 """
@@ -55,3 +65,5 @@ def test_wheel_and_editable_install_import_the_same_modules(tmp_path):
     assert built["files"] == editable["files"]
     assert {"kgqa.sparql", "kgqa.cypher", "kgqa.loaders", "kgqa.retrieval.app", "kgqa.faces.cli"} <= set(built["modules"])
     assert {"kgqa.sparql/expand_hop.rq", "kgqa.sparql/virtuoso_counts.sql", "kgqa.cypher/expand_hops.cypher"} <= set(built["files"])
+    assert "kgqa.methods.kgfr/checkpoints/kgfr-metaqa/model.safetensors" in built["files"]
+    assert any(f.startswith("kgqa.llm/prompts/") and f.endswith(".txt") for f in built["files"])

@@ -39,6 +39,16 @@ PLAYGROUND = Path(__file__).resolve().parent / "playground.html"
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
+def _problem(error: dict[str, Any]) -> str:
+    """One validation error in words; an unknown method or option names the input and what is known."""
+    where = [str(p) for p in error["loc"] if p != "body"]
+    if where == ["method"] and error["type"] == "literal_error":
+        return f"unknown method {error['input']!r}; known: {', '.join(REGISTRY.names)}"
+    if where[:1] == ["options"] and len(where) == 2 and error["type"] == "extra_forbidden":
+        return f"unknown option {where[1]!r}; known: {', '.join(sorted(REGISTRY.all_options()))}"
+    return f"{'.'.join(where) or 'body'}: {error['msg']}"
+
+
 @dataclass
 class ServiceLimits:
     max_body_bytes: int = 16_384
@@ -216,8 +226,7 @@ def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in exc.errors())
-        return _error(422, f"invalid request: {problems}")
+        return _error(422, f"invalid request: {'; '.join(_problem(e) for e in exc.errors())}")
 
     @app.post("/v1/ask", summary="Answer a question", response_model=AnswerSchema,
               responses={401: {"model": ErrorSchema}, 413: {"model": ErrorSchema}, 422: {"model": ErrorSchema},
