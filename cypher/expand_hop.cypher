@@ -8,21 +8,21 @@
 UNWIND $frontier AS iri
 MATCH (s:Entity {kg: $kg, iri: iri})
 CALL (s) {
-  UNWIND range(0, size(s.out_rel) - 1) AS i
+  UNWIND range(0, size(coalesce(s.out_rel, [])) - 1) AS i
   WITH s.out_rel[i] AS r, s.out_n[i] AS n
   WHERE n <= $scan_limit
   MATCH ()-[f:FACT {out_group: $kg + ' ' + s.iri + ' ' + r}]->(o)
   WITH r, n, o WHERE n <= $lam OR o.iri IN $reached
   RETURN r, false AS inv, o.iri AS o
   UNION ALL
-  UNWIND range(0, size(s.in_rel) - 1) AS i
+  UNWIND range(0, size(coalesce(s.in_rel, [])) - 1) AS i
   WITH s.in_rel[i] AS r, s.in_n[i] AS n
   WHERE n <= $scan_limit
   MATCH (o)-[f:FACT {in_group: $kg + ' ' + s.iri + ' ' + r}]->()
   WITH r, n, o WHERE n <= $lam OR o.iri IN $reached
   RETURN r, true AS inv, o.iri AS o
   UNION ALL
-  UNWIND range(0, size(s.out_rel) - 1) AS i
+  UNWIND range(0, size(coalesce(s.out_rel, [])) - 1) AS i
   WITH s.out_rel[i] AS r, s.out_n[i] AS n
   WHERE n > $scan_limit
   UNWIND $reached AS x
@@ -31,7 +31,7 @@ CALL (s) {
   MATCH (s)-[f:FACT]->(o) WHERE f.relation = r
   RETURN r, false AS inv, o.iri AS o
   UNION ALL
-  UNWIND range(0, size(s.in_rel) - 1) AS i
+  UNWIND range(0, size(coalesce(s.in_rel, [])) - 1) AS i
   WITH s.in_rel[i] AS r, s.in_n[i] AS n
   WHERE n > $scan_limit
   UNWIND $reached AS x

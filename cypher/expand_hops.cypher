@@ -5,6 +5,8 @@
 // a group with n <= λ is read whole through its group-key index; a larger group keeps only edges into
 // `reached` — read whole and filtered when n <= |reached|, else each reached node is probed with
 // Expand(Into), so a hub costs min(its degree, |reached|) lookups, never its full degree.
+// An entity with no facts in one direction may lack that list (`kgqa load --bulk`: Neo4j's importer
+// cannot store an empty array), hence the coalesce.
 MATCH (t:Entity {kg: $kg}) WHERE t.iri IN $topics
 WITH collect(t) AS frontier
 WITH frontier, frontier AS reached, [] AS edges
@@ -12,28 +14,28 @@ WITH frontier, frontier AS reached, [] AS edges
 CALL (frontier, reached) {
   UNWIND frontier AS s
   CALL (s, reached) {
-    UNWIND range(0, size(s.out_rel) - 1) AS i
+    UNWIND range(0, size(coalesce(s.out_rel, [])) - 1) AS i
     WITH s.out_rel[i] AS r, s.out_n[i] AS n
     WHERE n <= $lam OR n <= size(reached)
     MATCH ()-[f:FACT {out_group: $kg + ' ' + s.iri + ' ' + r}]->(o)
     WITH r, n, o WHERE n <= $lam OR o IN reached
     RETURN r, false AS inv, o
     UNION ALL
-    UNWIND range(0, size(s.in_rel) - 1) AS i
+    UNWIND range(0, size(coalesce(s.in_rel, [])) - 1) AS i
     WITH s.in_rel[i] AS r, s.in_n[i] AS n
     WHERE n <= $lam OR n <= size(reached)
     MATCH (o)-[f:FACT {in_group: $kg + ' ' + s.iri + ' ' + r}]->()
     WITH r, n, o WHERE n <= $lam OR o IN reached
     RETURN r, true AS inv, o
     UNION ALL
-    UNWIND range(0, size(s.out_rel) - 1) AS i
+    UNWIND range(0, size(coalesce(s.out_rel, [])) - 1) AS i
     WITH s.out_rel[i] AS r, s.out_n[i] AS n
     WHERE n > $lam AND n > size(reached)
     UNWIND reached AS o
     MATCH (s)-[f:FACT]->(o) WHERE f.relation = r
     RETURN r, false AS inv, o
     UNION ALL
-    UNWIND range(0, size(s.in_rel) - 1) AS i
+    UNWIND range(0, size(coalesce(s.in_rel, [])) - 1) AS i
     WITH s.in_rel[i] AS r, s.in_n[i] AS n
     WHERE n > $lam AND n > size(reached)
     UNWIND reached AS o

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from kgqa.core.store import RelationInfo, StoreCounts, WholeRetrieval
 from kgqa.core.types import Edge, LinkedEntity
 
 Record = dict[str, Any]
+log = logging.getLogger(__name__)
 
 
 class Neo4jStore:
@@ -33,8 +35,15 @@ class Neo4jStore:
         target = Neo4jTarget.parse(url)
         driver = target.driver()
         try:
-            names = [r["name"] for r in _read(driver, target, "kgs", {})]
-            return cls(driver, target, pick_kg(names, kg, target.uri))
+            rows = _read(driver, target, "kgs", {})
+            store = cls(driver, target, pick_kg([r["name"] for r in rows], kg, target.uri))
+            if any(r["name"] == store.kg and r["indexes_pending"] for r in rows):
+                log.warning(
+                    "KG %r on %s was bulk-imported and kgqa's indexes are not built yet, so retrieval scans "
+                    "instead of seeking: run `kgqa load` of the same files with --store %s once (it builds them)",
+                    store.kg, target.uri, target.uri,
+                )
+            return store
         except BaseException:
             driver.close()
             raise

@@ -23,6 +23,11 @@ INDEX_WAIT_S = 300
 log = logging.getLogger(__name__)
 
 
+def source_id(source_key: str) -> str:
+    """The LoadRecord's key for a source (a file's path, size and format)."""
+    return hashlib.sha256(source_key.encode()).hexdigest()[:32]
+
+
 class Neo4jWriter:
     def __init__(self, driver: neo4j.Driver, target: Neo4jTarget, kg: str):
         self.kg = check_kg_name(kg)
@@ -83,12 +88,9 @@ class Neo4jWriter:
         self._auto("schema", "CALL db.awaitIndexes($seconds)", seconds=INDEX_WAIT_S)
         self._write(("register", {}))
 
-    def _source(self, source_key: str) -> str:
-        return hashlib.sha256(source_key.encode()).hexdigest()[:32]
-
     def load_state(self, source_key: str) -> LoadState:
         self._in_flight.wait()
-        row = self.reader()._query("load_state", source=self._source(source_key))[0]
+        row = self.reader()._query("load_state", source=source_id(source_key))[0]
         return LoadState(source_key, row["committed"], row["complete"])
 
     def write_batch(self, facts: Sequence[SourceFact], state: LoadState, committed: int) -> None:
@@ -109,7 +111,7 @@ class Neo4jWriter:
             ("write_relations", {"relations": list(relations.values())}),
             ("write_facts", {"facts": rows}),
             # in the same transaction: the progress record commits with the facts it vouches for
-            ("mark_progress", {"source": self._source(state.source_key), "committed": committed, "complete": False}),
+            ("mark_progress", {"source": source_id(state.source_key), "committed": committed, "complete": False}),
         )
         # Written in the background while the next batch is read and built; one batch in flight at
         # most, every other write waits for it, and its error surfaces at the next write or `close`.
@@ -133,7 +135,7 @@ class Neo4jWriter:
             self._auto("replan", "CALL db.prepareForReplanning($seconds)", seconds=INDEX_WAIT_S)
         except Neo4jStoreError as exc:  # e.g. a loading user without the right to call it
             log.warning("index statistics not refreshed after the load (%s); Neo4j resamples them later", exc)
-        self._write(("mark_progress", {"source": self._source(state.source_key), "committed": state.committed, "complete": True}))
+        self._write(("mark_progress", {"source": source_id(state.source_key), "committed": state.committed, "complete": True}))
         state.complete = True
 
     def fact_count(self) -> int:

@@ -9,62 +9,19 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from kgqa.core.errors import EntityNotFound, KGQAError
-from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, err, fail, out, progress_bar
+from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, fail, out, progress_bar
 from kgqa.faces.cli_options import method_flags
+from kgqa.faces.cli_load import load
 from kgqa.faces.cli_train import train
-from kgqa.loaders.load import DEFAULT_BATCH, FIRST_BATCH
 from kgqa.methods import REGISTRY
 from kgqa.retrieval.app import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
-from kgqa.retrieval.store_url import default_store_url, open_store, open_writer
+from kgqa.retrieval.store_url import default_store_url, open_store
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Question answering over knowledge graphs in real graph stores.")
-
-
-@app.command()
-def load(
-    paths: Annotated[list[Path], typer.Argument(help="Files to load (.txt MetaQA, .tsv, .nt, .ttl; .gz too)")],
-    kg: Annotated[str, typer.Option("--kg", help="KG name: its IRIs live under urn:kgqa:kg:<name>:")] = "default",
-    store: StoreOpt = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="metaqa | tsv | nt | ttl | labels (id<TAB>label) (default: from the file name)")] = None,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed lines and report how many")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Re-read a file that is already loaded completely")] = False,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help=f"Facts per batch (the first is at most {FIRST_BATCH:,}, so that a server starts writing early)")] = DEFAULT_BATCH,
-) -> None:
-    """Load triples into a store: batched, idempotent, resumable after a crash."""
-    from kgqa.loaders import load_file
-
-    url = store or default_store_url()
-    try:
-        writer = open_writer(url, kg)
-        for path in paths:
-            with Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                console=err, transient=False,
-            ) as bar:
-                task = bar.add_task(f"load {path.name}", total=path.stat().st_size if path.is_file() else None)
-                report = load_file(
-                    writer, path, fmt, batch_size=batch_size, skip_bad=skip_bad, force=force,
-                    progress=lambda done, total: bar.update(task, completed=done, total=total),
-                )
-            if report.already_complete:
-                out.print(f"{path}: already loaded completely ({report.facts_in_store:,} facts in KG {kg!r}); --force re-reads it")
-                continue
-            rate = report.facts_written / report.seconds if report.seconds else 0.0
-            resumed = f", resumed after record {report.resumed_from:,}" if report.resumed_from else ""
-            out.print(
-                f"{path}: {report.facts_written:,} facts written in {report.seconds:.1f}s ({rate:,.0f}/s){resumed}; "
-                f"KG {kg!r} now holds {report.facts_in_store:,} facts"
-            )
-            if report.skipped:
-                shown = ", ".join(str(n) for n in report.skipped_lines)
-                out.print(f"{path}: skipped {report.skipped:,} malformed lines (first: {shown})")
-        writer.close()
-    except (KGQAError, ValueError, OSError) as exc:
-        fail(str(exc))
+app.command()(load)
 
 
 @app.command()
