@@ -1,7 +1,12 @@
 """Load throughput (facts/s) of the kgqa loaders into every store, beside a naive writer that sends
 one fact per statement to the same store. Prints a Markdown table; saves bench/results/load.json.
 
-    .venv/bin/python bench/load.py [--stores embedded,oxigraph,virtuoso,neo4j] [--naive-facts 2000]
+    .venv/bin/python bench/load.py [--stores embedded,oxigraph,virtuoso,neo4j,neo4j-bulk] [--naive-facts 2000]
+
+"neo4j-bulk" is `kgqa load --bulk` (read the file, write kgqa's CSVs, run neo4j-admin import) into a
+new database, beside the bare importer: neo4j-admin alone on the plainest CSVs of the same facts
+(entity ids; facts with their relation), written beforehand and not timed. The index build the
+first Bolt writer does afterwards is timed apart.
 
 Servers are started here on loopback (docker/launchers.py) and stopped by PID. "load" is the whole
 `load_file` (batches + fan-out recount + completion); "facts only" leaves the recount out. The naive
@@ -25,6 +30,7 @@ sys.path.insert(0, str(ROOT / "docker"))
 from launchers import Neo4jServer, OxigraphServer, VirtuosoServer  # noqa: E402
 
 from kgqa import open_writer  # noqa: E402
+from kgqa.cypher.bulk import admin_command, bulk_load  # noqa: E402
 from kgqa.loaders import load_file  # noqa: E402
 from kgqa.core.namespace import KGNamespace  # noqa: E402
 from kgqa.sparql import escape  # noqa: E402
@@ -128,6 +134,52 @@ def bench_store(store: str, tmp_path: Path, naive_facts: int) -> list[dict]:
     return rows
 
 
+def bare_importer(path: Path, fmt: str | None, sep: str, home: Path) -> tuple[int, float]:
+    """neo4j-admin on the plainest CSVs of the file's facts: (facts, seconds of the importer alone)."""
+    import subprocess
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        facts = {tuple(line.rstrip("\n").split(sep)) for line in f if line.strip()}
+    entities = {e for s, _, o in facts for e in (s, o)}
+    quote = lambda v: '"' + v.replace('"', '""') + '"'  # noqa: E731
+    csv_dir = home.parent / "bare-csv"
+    csv_dir.mkdir(parents=True, exist_ok=True)
+    (csv_dir / "e.csv").write_text("id:ID\n" + "".join(quote(e) + "\n" for e in entities), encoding="utf-8")
+    (csv_dir / "f.csv").write_text(":START_ID,:END_ID,relation\n" + "".join(f"{quote(s)},{quote(o)},{quote(r)}\n" for s, r, o in facts), encoding="utf-8")
+    command, env = admin_command(home)
+    started = time.perf_counter()
+    subprocess.run(command + ["database", "import", "full", f"--nodes=Entity={csv_dir / 'e.csv'}", f"--relationships=FACT={csv_dir / 'f.csv'}",
+                              "--overwrite-destination=true", "neo4j"], env=env, cwd=csv_dir, check=True, capture_output=True)
+    return len(facts), time.perf_counter() - started
+
+
+def bench_neo4j_bulk(tmp_path: Path) -> list[dict]:
+    rows = []
+    for i, (dataset, (path, fmt, sep)) in enumerate(DATASETS.items()):
+        kg = f"bench{i}"
+        home = tmp_path / f"bulk-{i}" / "home"
+        home.mkdir(parents=True)
+        report = bulk_load(home, kg, [path], fmt)
+        with Neo4jServer(home.parent) as server:
+            started = time.perf_counter()
+            writer = open_writer(server.url, kg)  # builds kgqa's indexes over the imported graph
+            index_s = time.perf_counter() - started
+            assert load_file(writer, path, fmt).already_complete
+            writer.close()
+        bare_home = tmp_path / f"bare-{i}" / "home"
+        bare_home.mkdir(parents=True)
+        bare_facts, bare_s = bare_importer(path, fmt, sep, bare_home)
+        row = {
+            "store": "neo4j --bulk", "dataset": dataset, "facts": report.facts, "seconds": report.seconds,
+            "facts_per_s": report.facts / report.seconds, "read_s": report.read_s, "import_s": report.import_s,
+            "index_s": index_s, "bare_facts": bare_facts, "bare_s": bare_s, "bare_facts_per_s": bare_facts / bare_s,
+        }
+        rows.append(row)
+        print(f"neo4j --bulk {dataset}: {row['facts_per_s']:,.0f} facts/s (bare importer {row['bare_facts_per_s']:,.0f}/s)", file=sys.stderr)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stores", default="embedded,oxigraph,virtuoso,neo4j")
@@ -138,19 +190,32 @@ def main() -> int:
     if missing:
         print(f"needs {', '.join(missing)}", file=sys.stderr)
         return 2
-    rows = []
+    rows, bulk_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         for store in args.stores.split(","):
-            rows += bench_store(store, tmp_path, args.naive_facts)
+            if store == "neo4j-bulk":
+                bulk_rows += bench_neo4j_bulk(tmp_path)
+            else:
+                rows += bench_store(store, tmp_path, args.naive_facts)
     print("\n## Load throughput (2 cores; servers on loopback)\n")
     print("| store | dataset | facts | load s | facts/s (load) | facts/s (facts only) | recount s | naive facts/s (one per statement) | speed-up |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['store']} | {r['dataset']} | {r['facts']:,} | {r['seconds']:.1f} | {r['facts_per_s']:,.0f} | {r['facts_only_per_s']:,.0f} | "
               f"{r['recount_s']:.1f} | {r['naive_facts_per_s']:,.0f} (first {r['naive_sample']:,}) | {r['facts_per_s'] / r['naive_facts_per_s']:.1f}x |")
+    if bulk_rows:
+        neo4j = {r["dataset"]: r for r in rows if r["store"] == "neo4j"}
+        print("\n## Neo4j: `kgqa load --bulk` (a new database) beside the bare importer and the Bolt loader\n")
+        print("| dataset | facts | --bulk s (read+CSV / neo4j-admin) | --bulk facts/s | bare importer facts/s | --bulk / bare | "
+              "index build at first open s | Bolt loader facts/s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for r in bulk_rows:
+            bolt = f"{neo4j[r['dataset']]['facts_per_s']:,.0f}" if r["dataset"] in neo4j else "–"
+            print(f"| {r['dataset']} | {r['facts']:,} | {r['seconds']:.1f} ({r['read_s']:.1f} / {r['import_s']:.1f}) | {r['facts_per_s']:,.0f} | "
+                  f"{r['bare_facts_per_s']:,.0f} | {r['facts_per_s'] / r['bare_facts_per_s']:.0%} | {r['index_s']:.1f} | {bolt} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(rows, indent=2))
+    args.out.write_text(json.dumps(rows + bulk_rows, indent=2))
     print(f"\nsaved {args.out}", file=sys.stderr)
     return 0
 

@@ -13,6 +13,7 @@ import torch
 
 from kgqa import retrieve
 from kgqa.core.control import RequestControl, RequestStopped, request_scope
+from kgqa.methods.kgfr.batch import runs_within
 from kgqa.methods.kgfr.scorer import KGFRScorer
 
 QUESTIONS = [("Kismet", "who directed Kismet"), ("Funny Games", "who wrote Funny Games"), ("Click", "who starred in Click"),
@@ -49,6 +50,30 @@ def test_questions_from_many_threads_share_a_model_call_and_get_their_own_scores
         assert one.batch_size == 1 and batched.scores.shape == (sg.num_nodes,) and batched.alpha_max.shape == (2 * sg.num_edges,)
         assert torch.equal(torch.isfinite(one.scores), torch.isfinite(batched.scores))
         finite = torch.isfinite(one.scores)
+        assert torch.allclose(one.scores[finite], batched.scores[finite], atol=1e-4)
+        assert torch.allclose(one.alpha_max, batched.alpha_max, atol=1e-5)
+
+
+def test_runs_within_an_edge_budget():
+    assert runs_within([5, 5, 5, 20, 1, 1], 10) == [range(0, 2), range(2, 3), range(3, 4), range(4, 6)]
+    assert runs_within([5, 5, 5], None) == [range(0, 3)] and runs_within([], 10) == []
+
+
+def test_a_batch_over_the_edge_budget_is_split_into_model_calls_with_the_same_scores(graphs, alone):
+    scorer = KGFRScorer(window_ms=300, max_batch=len(graphs))
+    scorer.edge_budget = max(2 * sg.num_edges for sg, _ in graphs)  # about one graph per call
+    calls = []
+    model_call = scorer._model_call
+    scorer._model_call = lambda graphs, *rest: calls.append(len(graphs)) or model_call(graphs, *rest)  # type: ignore[method-assign]
+    try:
+        with ThreadPoolExecutor(len(graphs)) as pool:
+            together = list(pool.map(lambda g: scorer.score(*g), graphs))
+    finally:
+        scorer.close()
+    assert scorer.batches < len(graphs) and len(calls) > scorer.batches and sum(calls) == len(graphs)
+    for one, batched in zip(alone, together):
+        finite = torch.isfinite(one.scores)
+        assert torch.equal(finite, torch.isfinite(batched.scores))
         assert torch.allclose(one.scores[finite], batched.scores[finite], atol=1e-4)
         assert torch.allclose(one.alpha_max, batched.alpha_max, atol=1e-5)
 

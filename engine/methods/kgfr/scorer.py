@@ -3,8 +3,8 @@
 Callers (request threads of the service, `Engine.ask` from many threads, `kgqa eval`'s workers) hand
 in a subgraph and a question and wait. One scoring thread takes what has queued up — waiting at
 most `window_ms` after the first request for others to join, at most `max_batch` questions — embeds
-the questions together, runs the model once on the batch, and hands each caller its own scores and
-edge attention. A caller whose request is past its deadline or cancelled (kgqa.core.control) before
+the questions together, runs the model on the batch (on CPU in calls of at most CPU_EDGE_BUDGET
+edges, see kgfr/batch.py), and hands each caller its own scores and edge attention. A caller whose request is past its deadline or cancelled (kgqa.core.control) before
 its batch starts is dropped from it; one that gives up while waiting stops waiting.
 
 The model runs in this one thread only, so torch's intra-op threads (set to the machine's cores)
@@ -30,7 +30,7 @@ import torch
 from kgqa.core import control
 from kgqa.core.control import RequestStopped
 from kgqa.core.subgraph import Subgraph
-from kgqa.methods.kgfr.batch import make_batch
+from kgqa.methods.kgfr.batch import CPU_EDGE_BUDGET, make_batch, runs_within
 from kgqa.methods.kgfr.train import load_checkpoint
 from kgqa.methods.registry import MethodContext
 from kgqa.retrieval.text import TextEncoder
@@ -49,7 +49,7 @@ class Scored:
 
     scores: torch.Tensor  # (N,)
     alpha_max: torch.Tensor  # (2E,)
-    batch_size: int  # how many questions shared the model call
+    batch_size: int  # how many questions were scored together (in one model call or, on CPU, a few)
 
 
 def edge_arrays(sg: Subgraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,6 +74,7 @@ class KGFRScorer:
             raise ValueError(f"the scoring window must be >= 0 ms and the batch >= 1 (got {window_ms} ms, {max_batch})")
         self.model, self.meta = load_checkpoint(Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT, device)
         self.device = next(self.model.parameters()).device
+        self.edge_budget = CPU_EDGE_BUDGET if self.device.type == "cpu" else None  # a batch is split into model calls of at most this many edges
         self.encoder = encoder or TextEncoder()
         train = self.meta.get("train", {})
         self.hops, self.lam = int(train.get("hops", 3)), int(train.get("lam", 100))
@@ -165,7 +166,15 @@ class KGFRScorer:
     def _forward(self, requests: list[_Request]) -> list[Scored]:
         graphs = [r.sg for r in requests]
         vectors = self.encoder.encode_bulk([r.question for r in requests])  # not cached: a service sees each question once
-        batch = make_batch(graphs, vectors, self.encoder, descriptions=requests[0].descriptions).to(self.device)
+        out: list[Scored] = []
+        for run in runs_within([2 * sg.num_edges for sg in graphs], self.edge_budget):
+            out += self._model_call([graphs[i] for i in run], vectors[run.start:run.stop], requests[0].descriptions, len(requests))
+        self.batches += 1
+        self.questions += len(requests)
+        return out
+
+    def _model_call(self, graphs: list[Subgraph], vectors: np.ndarray, descriptions: dict[str, str] | None, shared: int) -> list[Scored]:
+        batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions).to(self.device)
         scores, attention = self.model(batch, keep_attention=True)
         scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
         alpha_max = torch.zeros(batch.edge_index.shape[1])
@@ -173,11 +182,9 @@ class KGFRScorer:
         for i, alpha in enumerate(attention):  # α^max over the layers that used each edge (eq. 11)
             used = (hops <= i + 1).nonzero().squeeze(-1)
             alpha_max[used] = torch.maximum(alpha_max[used], alpha.cpu())
-        self.batches += 1
-        self.questions += len(requests)
         out, node, edge = [], 0, 0
         for sg in graphs:  # make_batch lays the graphs side by side: nodes and edges are contiguous
-            out.append(Scored(scores[node:node + sg.num_nodes], alpha_max[edge:edge + 2 * sg.num_edges], len(requests)))
+            out.append(Scored(scores[node:node + sg.num_nodes], alpha_max[edge:edge + 2 * sg.num_edges], shared))
             node += sg.num_nodes
             edge += 2 * sg.num_edges
         return out
