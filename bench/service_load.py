@@ -52,6 +52,7 @@ def rss_mb(pid: int) -> float:
 def run_clients(url: str, questions: list[tuple[str, list[str]]], clients: int, seconds: float, max_requests: int) -> dict:
     latencies: list[float] = []
     errors: dict[str, int] = {}
+    examples: dict[str, list[dict]] = {}  # a few failed requests per kind, with what the service said
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
     sent = [0]
@@ -69,12 +70,15 @@ def run_clients(url: str, questions: list[tuple[str, list[str]]], clients: int, 
                     question, topics = rng.choice(questions)
                     r = http.post(url + "/v1/ask", json={"question": question, "topics": topics})
                     kind = None if r.status_code == 200 else f"HTTP {r.status_code}"
+                    said = r.text[:300]
                 except httpx.HTTPError as error:
-                    kind = type(error).__name__
+                    kind, said = type(error).__name__, str(error)[:300]
                 elapsed = time.perf_counter() - started
                 with lock:
                     if kind:
                         errors[kind] = errors.get(kind, 0) + 1
+                        if len(examples.setdefault(kind, [])) < 5:
+                            examples[kind].append({"question": question, "topics": topics, "reply": said})
                     else:
                         latencies.append(elapsed)
 
@@ -87,7 +91,7 @@ def run_clients(url: str, questions: list[tuple[str, list[str]]], clients: int, 
     wall = time.perf_counter() - started
     ordered = sorted(latencies)
     pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")  # noqa: E731
-    return {"requests": len(latencies) + sum(errors.values()), "ok": len(latencies), "errors": errors, "wall_s": wall,
+    return {"requests": len(latencies) + sum(errors.values()), "ok": len(latencies), "errors": errors, "error_examples": examples, "wall_s": wall,
             "req_per_s": len(latencies) / wall, "p50_ms": 1000 * pick(0.50), "p99_ms": 1000 * pick(0.99),
             "mean_ms": 1000 * statistics.mean(latencies) if latencies else float("nan")}
 

@@ -232,6 +232,18 @@ def _csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) ->
     return path
 
 
+def _facts_csv(path: Path, graph: _Graph, kg: str) -> Path:
+    header = [":START_ID(Entity)", ":END_ID(Entity)", "relation", "out_group", "in_group"]
+    if any('"' in iri for iri in graph.entity_label) or any('"' in iri for iri in graph.relation_label):
+        return _csv(path, header, ([s, o, r, f"{kg} {s} {r}", f"{kg} {o} {r}"] for s, r, o in graph.facts))
+    # no IRI holds a quote (the usual case: RDF IRIs cannot, minted ones are percent-encoded), so the
+    # rows are formatted directly: a third of the time of the whole import's Python side on MetaQA
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        out.write(",".join(header) + "\n")
+        out.writelines(f'"{s}","{o}","{r}","{kg} {s} {r}","{kg} {o} {r}"\n' for s, r, o in graph.facts)
+    return path
+
+
 def _utf16_order(text: str) -> bytes:
     return text.encode("utf-16-be")  # Cypher's ORDER BY on strings, which recount_groups.cypher uses
 
@@ -275,8 +287,7 @@ def _write_csv(folder: Path, graph: _Graph, kg: str, keys: list[str], report: Bu
                            ([kg, source_id(key), graph.positions[key], True] for key in keys)),
     }
     relationships = {
-        "FACT": _csv(folder / "facts.csv", [":START_ID(Entity)", ":END_ID(Entity)", "relation", "out_group", "in_group"],
-                     ([s, o, r, f"{kg} {s} {r}", f"{kg} {o} {r}"] for s, r, o in graph.facts)),
+        "FACT": _facts_csv(folder / "facts.csv", graph, kg),
         "NAMES": _csv(folder / "names.csv", [":START_ID(Alias)", ":END_ID(Entity)"],
                       ([alias_ids[text], iri] for iri, text in graph.aliases)),
     }
