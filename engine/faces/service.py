@@ -18,6 +18,7 @@ import asyncio
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,9 @@ def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
     limits = limits or ServiceLimits()
     metrics = Metrics()
     slots = _Slots(limits.max_concurrent, limits.max_queue)
+    # One thread per slot: asyncio's default pool has min(32, cores + 4) threads (6 on 2 cores), which
+    # would cap the questions answered at once, and so the scorer's batches, below max_concurrent.
+    workers = ThreadPoolExecutor(max_workers=limits.max_concurrent, thread_name_prefix="kgqa-ask")
     trimmer = _Trimmer()
     app = FastAPI(title="kgqa", version="0.1.0", description="Question answering over a knowledge graph, with evidence and cost.")
     app.state.engine, app.state.limits, app.state.metrics = engine, limits, metrics
@@ -267,7 +271,7 @@ def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
                 trimmer.tick()
 
         try:
-            data = await asyncio.wait_for(asyncio.to_thread(work), timeout=max(0.0, control.deadline - time.monotonic()))
+            data = await asyncio.wait_for(loop.run_in_executor(workers, work), timeout=max(0.0, control.deadline - time.monotonic()))
         except (asyncio.TimeoutError, RequestStopped):
             control.cancel()  # the stages still to come (scoring included) are skipped
             return _error(504, f"no answer within the {limits.request_timeout_s:g} s request timeout")
