@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 
 from kgqa.core.errors import StoreError, UnknownKG
-from kgqa.core.labels import display_label, resolved
+from kgqa.core.labels import display_label, normalise_label, resolved
 from kgqa.core.namespace import KGNamespace
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render, render_union
@@ -65,13 +65,15 @@ class SparqlReader:
         pass
 
     def resolve(self, labels: Sequence[str]) -> dict[str, list[LinkedEntity]]:
+        # Rows carry stored labels only, never the query's own terms (see resolve_exact.rq).
         def exact(wanted: list[str]) -> list[tuple[str, str]]:
             rows = self._select("resolve_exact", labels=escape.SparqlTerm(" ".join(escape.literal(x) for x in wanted)))
-            return [(row["label"], row["e"]) for row in rows]
+            asked = set(wanted)
+            return [(row["label"], row["e"]) for row in rows if row["label"] in asked]
 
         def normalised(keys: list[str]) -> list[tuple[str, str, str]]:
             rows = self._select("resolve_normalised", keys=escape.SparqlTerm(" ".join(escape.literal(k) for k in keys)))
-            return [(row["key"], row["e"], row["label"]) for row in rows]
+            return [(normalise_label(row["label"]), row["e"], row["label"]) for row in rows]
 
         return resolved(labels, exact, normalised)
 
