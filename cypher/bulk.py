@@ -34,7 +34,7 @@ from kgqa.loaders.readers import Bad, Label, detect_format, read
 
 ARRAY_DELIMITER = "\x1f"  # cannot occur in an IRI; checked below all the same
 ADMIN_MAIN = "org.neo4j.cli.AdminTool"
-Progress = Callable[[str, int, int], None]  # (file, bytes read, bytes in total)
+Progress = Callable[[str, int, int], None]  # (stage, done, total): "read FILE" in bytes, then "write CSV", "neo4j-admin import"
 
 
 class BulkImportError(KGQAError):
@@ -138,13 +138,18 @@ def bulk_load(
     graph = _Graph()
     for path, f, key in zip(files, formats, keys):
         _read_file(graph, path, f, kg, key, skip_bad, report, progress)
+    step = progress or (lambda stage, done, total: None)
     with tempfile.TemporaryDirectory(prefix="kgqa-bulk-") as tmp:
+        step("write CSV", 0, 1)
         arguments = _write_csv(Path(tmp), graph, kg, keys, report)
+        step("write CSV", 1, 1)
         report.read_s = time.perf_counter() - started
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps({"state": "importing", "kg": kg, "sources": keys}))
         t = time.perf_counter()
+        step("neo4j-admin import", 0, 1)
         _run_importer(command + ["database", "import", "full", *arguments, "--overwrite-destination=true", database], env, Path(tmp))
+        step("neo4j-admin import", 1, 1)
         report.import_s = time.perf_counter() - t
     counts = {name: getattr(report, name) for name in ("facts", "entities", "relations", "aliases")}
     marker.write_text(json.dumps({"state": "complete", "kg": kg, "sources": keys, "counts": counts}))
@@ -206,10 +211,10 @@ def _read_file(graph: _Graph, path: Path, fmt: str, kg: str, key: str, skip_bad:
             if len(report.skipped_lines) < 10:
                 report.skipped_lines.append(f"{path}:{item.line}")
         if progress and n % 50_000 == 0:
-            progress(path.name, position.tell(), total)
+            progress(f"read {path.name}", position.tell(), total)
     graph.positions[key] = last
     if progress:
-        progress(path.name, total, total)
+        progress(f"read {path.name}", total, total)
 
 
 def _cell(value: object) -> str:

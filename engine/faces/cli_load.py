@@ -86,10 +86,10 @@ def _bulk(paths: list[Path], kg: str, home: Path, formats: list[str | None], dat
         with _bar() as bar:
             tasks: dict[str, int] = {}
 
-            def progress(name: str, done: int, total: int) -> None:
-                if name not in tasks:
-                    tasks[name] = bar.add_task(f"read {name}", total=total)
-                bar.update(tasks[name], completed=done, total=total)
+            def progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
 
             report = bulk_load(home, kg, paths, formats, database=database, overwrite=overwrite, force=force, skip_bad=skip_bad,
                                neo4j_admin=neo4j_admin, progress=progress)
