@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kgqa.core.errors import BadInputLine, KGQAError
+from kgqa.core.errors import KGQAError
 from kgqa.core.labels import normalise_label
-from kgqa.core.namespace import KGNamespace, check_kg_name, local_name
+from kgqa.core.namespace import KGNamespace, check_kg_name
 from kgqa.core.store import SourceFact
 from kgqa.cypher.writer import source_id
 from kgqa.loaders.load import source_key
@@ -34,6 +34,7 @@ from kgqa.loaders.readers import Bad, Label, detect_format, read
 
 ARRAY_DELIMITER = "\x1f"  # cannot occur in an IRI; checked below all the same
 ADMIN_MAIN = "org.neo4j.cli.AdminTool"
+COUNTS = ("facts", "entities", "relations", "aliases")  # BulkReport fields the marker keeps
 Progress = Callable[[str, int, int], None]  # (stage, done, total): "read FILE" in bytes, then "write CSV", "neo4j-admin import"
 
 
@@ -74,9 +75,8 @@ class _Graph:
     def add(self, fact: SourceFact) -> None:
         for node in (fact.subject, fact.object):
             if self.entity_label.get(node.iri) is None:
-                self.entity_label[node.iri] = node.label if node.label is not None else local_name(node.iri)
-        self.relation_label.setdefault(
-            fact.relation.iri, fact.relation.label if fact.relation.label is not None else local_name(fact.relation.iri))
+                self.entity_label[node.iri] = node.kept_label
+        self.relation_label.setdefault(fact.relation.iri, fact.relation.kept_label)
         self.facts[(fact.subject.iri, fact.relation.iri, fact.object.iri)] = None
 
     def add_alias(self, iri: str, text: str) -> None:
@@ -114,15 +114,15 @@ def bulk_load(
     given = [formats] * len(files) if formats is None or isinstance(formats, str) else list(formats)
     if len(given) != len(files):
         raise ValueError(f"{len(given)} formats for {len(files)} files: give one, or one per file")
-    formats = [f or detect_format(p) for p, f in zip(files, given)]
-    keys = [source_key(p, f) for p, f in zip(files, formats)]
+    fmts = [f or detect_format(p) for p, f in zip(files, given)]
+    keys = [source_key(p, f) for p, f in zip(files, fmts)]
     report = BulkReport(str(home), database, kg, [str(p) for p in files])
     marker = home / "data" / f"kgqa-bulk-{database}.json"
     previous = json.loads(marker.read_text()) if marker.is_file() else None
     target = home / "data" / "databases" / database
     ours = previous is not None and previous.get("kg") == kg and previous.get("sources") == keys
     if ours and previous.get("state") == "complete" and target.exists() and not force:
-        for name in ("facts", "entities", "relations", "aliases"):
+        for name in COUNTS:
             setattr(report, name, previous["counts"][name])
         report.already_complete = True
         report.seconds = time.perf_counter() - started
@@ -136,7 +136,7 @@ def bulk_load(
     command, env = admin_command(home, neo4j_admin)
 
     graph = _Graph()
-    for path, f, key in zip(files, formats, keys):
+    for path, f, key in zip(files, fmts, keys):
         _read_file(graph, path, f, kg, key, skip_bad, report, progress)
     step = progress or (lambda stage, done, total: None)
     with tempfile.TemporaryDirectory(prefix="kgqa-bulk-") as tmp:
@@ -151,7 +151,7 @@ def bulk_load(
         _run_importer(command + ["database", "import", "full", *arguments, "--overwrite-destination=true", database], env, Path(tmp))
         step("neo4j-admin import", 1, 1)
         report.import_s = time.perf_counter() - t
-    counts = {name: getattr(report, name) for name in ("facts", "entities", "relations", "aliases")}
+    counts = {name: getattr(report, name) for name in COUNTS}
     marker.write_text(json.dumps({"state": "complete", "kg": kg, "sources": keys, "counts": counts}))
     report.seconds = time.perf_counter() - started
     return report
@@ -205,8 +205,7 @@ def _read_file(graph: _Graph, path: Path, fmt: str, kg: str, key: str, skip_bad:
         elif isinstance(item, Label):
             graph.add_alias(item.iri, item.label)
         elif isinstance(item, Bad):
-            if item.fatal or not skip_bad:
-                raise BadInputLine(str(path), item.line, item.reason, item.text)
+            item.stop_unless(skip_bad, path)
             report.skipped += 1
             if len(report.skipped_lines) < 10:
                 report.skipped_lines.append(f"{path}:{item.line}")

@@ -16,7 +16,7 @@ from kgqa.cypher.queries import cypher, statements
 from kgqa.cypher.store import Neo4jStore
 from kgqa.core.inflight import OneInFlight
 from kgqa.core.labels import normalise_label
-from kgqa.core.namespace import check_kg_name, local_name
+from kgqa.core.namespace import check_kg_name
 from kgqa.core.store import LoadState, SourceFact
 
 INDEX_WAIT_S = 300
@@ -100,10 +100,10 @@ class Neo4jWriter:
         for fact in facts:
             for node in (fact.subject, fact.object):
                 if node.iri not in entities:
-                    label = node.label if node.label is not None else local_name(node.iri)
+                    label = node.kept_label
                     entities[node.iri] = {"iri": node.iri, "label": label, "key": normalise_label(label)}
             if fact.relation.iri not in relations:
-                label = fact.relation.label if fact.relation.label is not None else local_name(fact.relation.iri)
+                label = fact.relation.kept_label
                 relations[fact.relation.iri] = {"iri": fact.relation.iri, "label": label}
             rows.append({"s": fact.subject.iri, "r": fact.relation.iri, "o": fact.object.iri})
         steps = (

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kgqa.core.errors import BadInputLine, KGQAError
+from kgqa.core.errors import KGQAError
 from kgqa.loaders.readers import Bad, Label, detect_format, read
 from kgqa.core.namespace import KGNamespace
 from kgqa.core.store import GraphWriter, SourceFact
@@ -101,8 +101,7 @@ def load_file(
             continue
         item = record.item
         if isinstance(item, Bad):
-            if item.fatal or not skip_bad:
-                raise BadInputLine(str(path), item.line, item.reason, item.text)
+            item.stop_unless(skip_bad, path)
             report.skipped += 1
             if len(report.skipped_lines) < 10:
                 report.skipped_lines.append(item.line)

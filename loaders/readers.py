@@ -16,6 +16,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import IO
 
+from kgqa.core.errors import BadInputLine
 from kgqa.core.namespace import KGNamespace
 from kgqa.core.store import SourceFact, SourceNode
 
@@ -36,6 +37,11 @@ class Bad:
     reason: str
     text: str
     fatal: bool = False  # the reader cannot go on past it (a Turtle syntax error), --skip-bad or not
+
+    def stop_unless(self, skip_bad: bool, path: Path) -> None:
+        """Raise `BadInputLine` (file:line) unless the load skips bad lines and this one can be skipped."""
+        if self.fatal or not skip_bad:
+            raise BadInputLine(str(path), self.line, self.reason, self.text)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 import pyoxigraph as ox
 
 from kgqa.core.labels import normalise_label
-from kgqa.core.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, local_name, vocab
+from kgqa.core.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, vocab
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render
 from kgqa.sparql.reader import SparqlReader, is_true
@@ -88,7 +88,7 @@ class RdfWriter:
                 found = terms[node.iri] = ox.NamedNode(node.iri)
                 if (node.iri, node.label) not in labelled:
                     labelled.add((node.iri, node.label))
-                    label = node.label if node.label is not None else local_name(node.iri)
+                    label = node.kept_label
                     quads.append(ox.Quad(found, _LABEL, ox.Literal(label), meta))
                     if relation:
                         quads.append(ox.Quad(found, _TYPE, _RELATION, meta))

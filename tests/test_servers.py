@@ -4,6 +4,7 @@ through their query interfaces (SPARQL endpoints, Bolt): the same subgraphs as t
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -63,22 +64,27 @@ def server_urls(request) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     return _urls(request)
 
 
-def test_entities_with_several_labels_give_each_edge_once(server_urls, tmp_path):
-    """A labels file adds a second label to ids that already have one; where labels come back with
-    the edges (Virtuoso), an entity with two labels must not make its edges count twice."""
+def _loaded_both_ways(server_urls: tuple[str, str], kg: str, files: list[tuple[Path, str | None]]):  # type: ignore[no-untyped-def]
+    """(the server's reader, an in-memory embedded reference), both holding `files` as KG `kg`."""
     from kgqa.sparql.embedded import EmbeddedWriter
 
     writer_url, reader_url = server_urls
+    embedded = EmbeddedWriter.open(None, kg)
+    writer = open_writer(writer_url, kg)
+    for w in (embedded, writer):
+        for path, fmt in files:
+            load_file(w, path, fmt)
+    writer.close()
+    return open_store(reader_url, kg), embedded.reader()
+
+
+def test_entities_with_several_labels_give_each_edge_once(server_urls, tmp_path):
+    """A labels file adds a second label to ids that already have one; where labels come back with
+    the edges (Virtuoso), an entity with two labels must not make its edges count twice."""
     kb, names = tmp_path / "kb.tsv", tmp_path / "names.tsv"
     kb.write_text("/m/a\t/film/directed_by\t/m/b\n/m/a\t/film/genre\t/m/c\n/m/d\t/film/directed_by\t/m/b\n", encoding="utf-8")
     names.write_text("/m/a\tKismet\n/m/b\tWilliam Dieterle\n/m/b\tW. Dieterle\n/m/c\tDrama\n", encoding="utf-8")
-    embedded = EmbeddedWriter.open(None, "labelled")
-    writer = open_writer(writer_url, "labelled")
-    for w in (embedded, writer):
-        load_file(w, kb)
-        load_file(w, names, "labels")
-    writer.close()
-    store, reference = open_store(reader_url, "labelled"), embedded.reader()
+    store, reference = _loaded_both_ways(server_urls, "labelled", [(kb, None), (names, "labels")])
     topic = KGNamespace("labelled").entity("/m/a")
     for hops, lam in [(1, 10), (2, 10), (2, 1)]:
         a, b = retrieve(store, [topic], hops, lam), retrieve(reference, [topic], hops, lam)
@@ -91,21 +97,13 @@ def test_labels_with_quotes_commas_tabs_and_newlines_come_back_whole(server_urls
     must come back exactly as loaded, and so must the edges beside it."""
     import pyoxigraph as ox
 
-    from kgqa.sparql.embedded import EmbeddedWriter
-
-    writer_url, reader_url = server_urls
     awkward = ['Say "hi", then go', "tab\there", "two\nlines", "back\\slash \u00e9\u6f22", " padded ", "comma,only"]
     node, label_of = (lambda i: ox.NamedNode(f"urn:x:e{i}")), ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
     triples = [ox.Triple(node(0), ox.NamedNode("urn:x:r"), node(i)) for i in range(1, len(awkward))]
     triples += [ox.Triple(node(i), label_of, ox.Literal(label)) for i, label in enumerate(awkward)]
     kb = tmp_path / "awkward.nt"
     kb.write_bytes(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES))
-    embedded = EmbeddedWriter.open(None, "awkward")
-    writer = open_writer(writer_url, "awkward")
-    for w in (embedded, writer):
-        load_file(w, kb)
-    writer.close()
-    store, reference = open_store(reader_url, "awkward"), embedded.reader()
+    store, reference = _loaded_both_ways(server_urls, "awkward", [(kb, None)])
     got, want = retrieve(store, ["urn:x:e0"], 1, 10), retrieve(reference, ["urn:x:e0"], 1, 10)
     assert got.edge_set() == want.edge_set() and got.num_edges == want.num_edges == 5
     assert got.node_labels == want.node_labels
@@ -145,17 +143,9 @@ def test_labels_beyond_ascii_resolve_on_every_server(server_urls, tmp_path):
     """Exact and normalised look-ups of accented and non-Latin labels find what the embedded store
     finds (Virtuoso writes a term of the query text back as Latin-1, '?' for the rest: a resolver that
     read its own terms back lost "Tōkyō Story" and failed on "Les Misérables")."""
-    from kgqa.sparql.embedded import EmbeddedWriter
-
-    writer_url, reader_url = server_urls
     kb = tmp_path / "intl.txt"
     kb.write_text("Les Misérables|in_language|French\nTōkyō Story|directed_by|Yasujirō Ozu\n東京物語|directed_by|小津安二郎\n", encoding="utf-8")
-    embedded = EmbeddedWriter.open(None, "intl")
-    writer = open_writer(writer_url, "intl")
-    for w in (embedded, writer):
-        load_file(w, kb)
-    writer.close()
-    store, reference = open_store(reader_url, "intl"), embedded.reader()
+    store, reference = _loaded_both_ways(server_urls, "intl", [(kb, None)])
     asked = ["Les Misérables", "Tōkyō Story", "東京物語", "小津安二郎", "les miserables", "TOKYO STORY!", "東京物語 !", "Nowhere"]
     got, want = store.resolve(asked), reference.resolve(asked)
     assert got == want

@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from kgqa.core.namespace import local_name
 from kgqa.core.types import Edge, LinkedEntity
 
 
@@ -33,6 +34,11 @@ class SourceNode:
 
     iri: str
     label: str | None
+
+    @property
+    def kept_label(self) -> str:
+        """The label every store keeps for it: the one read, else a readable part of the IRI."""
+        return self.label if self.label is not None else local_name(self.iri)
 
 
 @dataclass(frozen=True)

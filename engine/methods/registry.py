@@ -12,6 +12,7 @@ are all read off the registry, so adding a method is its folder plus one line in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -97,6 +98,20 @@ class MethodContext:
                 close()
 
 
+@functools.cache
+def _option_specs(method: str, options: type) -> tuple[OptionSpec, ...]:
+    """Read once per options class: every question's options are checked against these."""
+    hints = typing.get_type_hints(options)
+    specs = []
+    for f in dataclasses.fields(options):
+        kind = hints[f.name]
+        if kind not in OPTION_TYPES:
+            raise TypeError(f"method {method!r}: option {f.name!r} must be one of bool, int, float, str, not {kind}")
+        specs.append(OptionSpec(f.name, kind, f.default, f.metadata.get("help", ""), f.metadata.get("min"),
+                                f.metadata.get("max"), f.metadata.get("choices"), f.metadata.get("flags", ())))
+    return tuple(specs)
+
+
 @dataclass(frozen=True)
 class Method:
     name: str
@@ -108,15 +123,7 @@ class Method:
     build: Callable[[MethodContext, Any], Runner]
 
     def option_specs(self) -> list[OptionSpec]:
-        hints = typing.get_type_hints(self.options)
-        specs = []
-        for f in dataclasses.fields(self.options):
-            kind = hints[f.name]
-            if kind not in OPTION_TYPES:
-                raise TypeError(f"method {self.name!r}: option {f.name!r} must be one of bool, int, float, str, not {kind}")
-            specs.append(OptionSpec(f.name, kind, f.default, f.metadata.get("help", ""), f.metadata.get("min"),
-                                    f.metadata.get("max"), f.metadata.get("choices"), f.metadata.get("flags", ())))
-        return specs
+        return list(_option_specs(self.name, self.options))
 
     def make_options(self, values: dict[str, Any] | None = None, base: Any = None) -> Any:
         """`base` (default: the dataclass's defaults) with `values` checked and applied."""
