@@ -13,7 +13,7 @@ from kgqa import retrieve
 from kgqa.methods.kgfr.model import KGFR, KGFRBatch, kgfr_loss, segment_logsumexp
 from kgqa.methods.kgfr.batch import make_batch
 from kgqa.methods.kgfr.data import locate_answers
-from kgqa.retrieval.text import TextEncoder, readable_relation, relation_description
+from kgqa.retrieval.text import TextEncoder
 
 
 def _tiny_batch() -> KGFRBatch:
@@ -90,15 +90,6 @@ def test_loss_is_equation_9():
     assert float(kgfr_loss(scores, batch)) == pytest.approx(expected)
     seg = segment_logsumexp(torch.tensor([1.0, 2.0, 5.0]), torch.tensor([0, 0, 2]), 3)
     assert seg[0] == pytest.approx(math.log(math.exp(1) + math.exp(2))) and seg[2] == pytest.approx(5.0) and seg[1] == float("-inf")
-
-
-def test_relation_descriptions():
-    assert readable_relation("directed_by") == "directed by"
-    assert readable_relation("/film/film/genre") == "film film genre"
-    assert readable_relation("hasCapital") == "has capital"
-    assert relation_description("directed_by", True) == "inverse of: directed by"
-    assert relation_description("directed_by", False, {"directed_by": "the film's director"}) == "the film's director"
-    assert relation_description("directed_by", True, {"directed_by⁻¹": "films by this director"}) == "films by this director"
 
 
 @pytest.fixture(scope="module")

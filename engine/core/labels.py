@@ -25,6 +25,11 @@ def normalise_label(text: str) -> str:
     return " ".join(_NON_WORD.sub(" ", no_marks.casefold()).replace("_", " ").split())
 
 
+def joined_key(text: str) -> str:
+    """The normalised key with its spaces taken out: what a CamelCase label normalises to."""
+    return normalise_label(text).replace(" ", "")
+
+
 def resolved(
     labels: Sequence[str],
     exact: Callable[[list[str]], Iterable[tuple[str, str]]],
@@ -41,15 +46,19 @@ def resolved(
         found[label][iri] = LinkedEntity(label, Entity(iri, label), "exact")
     missing = [label for label, hits in found.items() if not hits and normalise_label(label)]
     if missing:
+        # "western europe" also tries "westerneurope": the key of a label written in CamelCase
+        # ("WesternEurope", as in YAGO and DBpedia names), used only where the spaced key finds nothing
+        keys = {normalise_label(label) for label in missing} | {joined_key(label) for label in missing}
         by_key: dict[str, dict[str, str]] = {}
-        for key, iri, stored in normalised(sorted({normalise_label(label) for label in missing})):
+        for key, iri, stored in normalised(sorted(keys)):
             if normalise_label(stored) != key:
                 continue  # another label of the same entity
             best = by_key.setdefault(key, {})
             if iri not in best or stored < best[iri]:
                 best[iri] = stored
         for label in missing:
-            for iri, stored in by_key.get(normalise_label(label), {}).items():
+            hits = by_key.get(normalise_label(label)) or by_key.get(joined_key(label), {})
+            for iri, stored in hits.items():
                 found[label][iri] = LinkedEntity(label, Entity(iri, stored), "normalised")
     return {label: [hits[iri] for iri in sorted(hits)] for label, hits in found.items()}
 

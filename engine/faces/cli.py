@@ -15,6 +15,7 @@ from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, fail, out, progress_bar
 from kgqa.faces.cli_options import method_flags
 from kgqa.faces.cli_load import load
+from kgqa.faces.cli_synth import synth
 from kgqa.faces.cli_train import train
 from kgqa.methods import REGISTRY
 from kgqa.retrieval.app import DEFAULT_HOPS, DEFAULT_LAMBDA, retrieve
@@ -98,6 +99,7 @@ def stats(store: StoreOpt = None, kg: KgOpt = None, as_json: Annotated[bool, typ
 
 
 app.command()(train)
+app.command()(synth)
 
 
 MethodOpt = Annotated[str, typer.Option("--method", envvar="KGQA_METHOD", help=f"{' | '.join(REGISTRY.names)} (kgfr without --llm: no LLM at all) [env KGQA_METHOD]")]

@@ -22,7 +22,7 @@ from kgqa.core.answer import LLMCall
 from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
 from kgqa.core.store import GraphStore
-from kgqa.retrieval.text import readable_relation
+from kgqa.retrieval.relation_text import readable_relation
 
 INVERSE = "⁻¹"
 _FIELD = re.compile(r"\{(\w*)\}")

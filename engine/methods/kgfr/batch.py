@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from kgqa.methods.kgfr.model import KGFRBatch
 from kgqa.core.subgraph import Subgraph
-from kgqa.retrieval.text import TextEncoder, relation_description
+from kgqa.retrieval.relation_text import relation_description
+from kgqa.retrieval.text import TextEncoder
 
 
 # Edges (both directions) per model call on CPU. One call over a large batch is slower per question
@@ -35,9 +36,10 @@ def runs_within(edge_counts: Sequence[int], budget: int | None) -> list[range]:
     return runs
 
 
-def relation_texts(sg: Subgraph, descriptions: dict[str, str] | None = None) -> list[str]:
-    """u_r for each relation type t of the subgraph (t = 2·relation + inverse)."""
-    return [relation_description(sg.relation_labels[t // 2], bool(t % 2), descriptions) for t in range(sg.num_relation_types)]
+def relation_texts(sg: Subgraph, descriptions: Mapping[str, str] | None = None, style: str = "v2") -> list[str]:
+    """u_r for each relation type t of the subgraph (t = 2·relation + inverse), in a checkpoint's
+    relation text style (`kgqa.retrieval.relation_text`)."""
+    return [relation_description(sg.relation_labels[t // 2], bool(t % 2), descriptions, style) for t in range(sg.num_relation_types)]
 
 
 def make_batch(
@@ -46,6 +48,7 @@ def make_batch(
     encoder: TextEncoder,
     answers: Sequence[Sequence[int]] | None = None,
     descriptions: dict[str, str] | None = None,
+    style: str = "v2",
 ) -> KGFRBatch:
     heads, tails, types, hops, node_graph, topic_mask, rel_graph = [], [], [], [], [], [], []
     answer_mask = []
@@ -66,7 +69,7 @@ def make_batch(
             gold = np.zeros(sg.num_nodes, dtype=bool)
             gold[list(answers[g])] = True
             answer_mask.append(gold)
-        texts += relation_texts(sg, descriptions)
+        texts += relation_texts(sg, descriptions, style)
         rel_graph.append(np.full(sg.num_relation_types, g))
         node_offset += sg.num_nodes
         rel_offset += sg.num_relation_types

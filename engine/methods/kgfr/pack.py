@@ -183,7 +183,7 @@ def _quantised(vectors: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[bool] | None = None, meta: str = "{}",
-         descriptions: Mapping[str, str] | None = None) -> PackedQA:
+         descriptions: Mapping[str, str] | None = None, style: str = "v2") -> PackedQA:
     """Pack prepared examples; question and relation texts are embedded here (cached by the encoder)."""
     vocab: dict[str, int] = {}
     num_nodes, heads, tails, types, hops, rel_rows, topics, answers = [], [], [], [], [], [], [], []
@@ -199,7 +199,7 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         tails.append(sg.edge_index[1].astype(np.int32))
         types.append(sg.edge_type.astype(np.int32))
         hops.append(sg.edge_hop.astype(np.int8))
-        rel_rows.append(np.array([vocab.setdefault(text, len(vocab)) for text in relation_texts(sg, descriptions)], dtype=np.int32))
+        rel_rows.append(np.array([vocab.setdefault(text, len(vocab)) for text in relation_texts(sg, descriptions, style)], dtype=np.int32))
         topics.append(sg.topics.astype(np.int32))
         answers.append(np.asarray(p.answers, dtype=np.int32))
     rel_text = list(vocab)

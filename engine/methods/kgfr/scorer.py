@@ -79,6 +79,7 @@ class KGFRScorer:
         train = self.meta.get("train", {})
         self.hops, self.lam = int(train.get("hops", 3)), int(train.get("lam", 100))
         self.margin = float(self.meta.get("margin", DEFAULT_MARGIN))
+        self.relation_text = str(self.meta.get("relation_text", "v1"))  # how u_r is written (checkpoints before v2 lack the key)
         self.window_s, self.max_batch = window_ms / 1000, max_batch
         self.torch_threads = torch_threads or _cores()
         self.batches = self.questions = 0  # counters, for the service's metrics and tests
@@ -174,7 +175,7 @@ class KGFRScorer:
         return out
 
     def _model_call(self, graphs: list[Subgraph], vectors: np.ndarray, descriptions: dict[str, str] | None, shared: int) -> list[Scored]:
-        batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions).to(self.device)
+        batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions, style=self.relation_text).to(self.device)
         scores, attention = self.model(batch, keep_attention=True)
         scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
         alpha_max = torch.zeros(batch.edge_index.shape[1])

@@ -41,7 +41,8 @@ from kgqa.llm.prompt import load_prompt
 from kgqa.retrieval.app import retrieve
 from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
-from kgqa.retrieval.text import TextEncoder, readable_relation
+from kgqa.retrieval.relation_text import readable_relation
+from kgqa.retrieval.text import TextEncoder
 
 from kgqa.methods.lmp import MAX_RETRIES  # A.7
 TEMPERATURE_STEP = 0.2  # A.7

@@ -1,0 +1,126 @@
+"""Questions from any loaded KG (`kgqa synth`): relation paths of 1–3 hops and two-topic
+conjunctions sampled through the store protocol, answered by walking the graph, said in varied words.
+Deterministic by seed; the JSONL is what `kgqa eval` and `kgqa train` read."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgqa.core.store import GraphStore
+from kgqa.eval.synth.phrasing import finish, say_conjunction, say_path
+from kgqa.eval.synth.walk import Walk, Walker
+
+PAGE = 5000
+
+
+@dataclass(frozen=True)
+class SynthQuestion:
+    question: str
+    answers: tuple[str, ...]  # labels
+    topics: tuple[str, ...]  # labels
+    hop: int
+    shape: str  # "path" | "and"
+    path: tuple[str, ...]  # relation labels walked, inverse ones marked ⁻¹
+    answer_iris: tuple[str, ...]
+    topic_iris: tuple[str, ...]
+
+    def record(self) -> dict:
+        return {"question": self.question, "answers": list(self.answers), "topics": list(self.topics), "hop": self.hop,
+                "shape": self.shape, "path": list(self.path), "answer_iris": list(self.answer_iris), "topic_iris": list(self.topic_iris)}
+
+
+_ID_LIKE = re.compile(r"^(/[mg]/\S+|[QP]\d+|[^A-Za-z\u00C0-\uFFFF]*)$")
+
+
+def looks_like_id(label: str) -> bool:
+    """A Freebase MID, a Wikidata id or a label without letters: no name a question could use."""
+    return bool(_ID_LIKE.match(label))
+
+
+def entity_labels(store: GraphStore, limit: int = 2_000_000) -> dict[str, str]:
+    """IRI → the label the store shows for it, for every entity, page by page."""
+    iris: list[str] = []
+    after = None
+    while len(iris) < limit:
+        page = store.label_page(after, PAGE)
+        if not page:
+            break
+        iris += [iri for iri, _ in page if not iris or iris[-1] != iri]
+        after = page[-1]
+    shown: dict[str, str] = {}
+    for start in range(0, len(iris), PAGE):
+        shown.update(store.labels(iris[start : start + PAGE]))
+    return {iri: shown.get(iri, iri) for iri in dict.fromkeys(iris)}
+
+
+def _unambiguous(store: GraphStore, labels: dict[str, str], iris: Sequence[str]) -> set[str]:
+    """The IRIs whose label names that entity alone (a question naming it can be answered)."""
+    found = store.resolve(sorted({labels[i] for i in iris}))
+    return {i for i in iris if [h.entity.iri for h in found.get(labels[i], [])] == [i]}
+
+
+def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int] = (1, 2, 3), conjunctions: float = 0.15,
+               max_answers: int = 20, progress: Callable[[int], None] | None = None, max_tries: int | None = None) -> list[SynthQuestion]:
+    """`count` questions (fewer if the KG cannot give them within `max_tries` samples): a share
+    `conjunctions` of two-topic questions, the rest paths with hop counts drawn evenly from `hops`.
+    No question is asked twice."""
+    if count < 0 or not 0 <= conjunctions <= 1 or not hops or any(h not in (1, 2, 3) for h in hops):
+        raise ValueError("count must be >= 0, conjunctions in [0, 1], hops among 1, 2, 3")
+    rng = random.Random(seed)
+    labels = entity_labels(store)
+    if not labels:
+        raise ValueError(f"KG {store.kg!r} has no entities: load it first")
+    relation_labels = {r.iri: r.label for r in store.relations()}
+    named = sorted(_unambiguous(store, labels, sorted(i for i, label in labels.items() if not looks_like_id(label))))
+    walker = Walker(store, named, relation_labels, rng, max_answers=max_answers)
+    out: list[SynthQuestion] = []
+    seen: set[tuple] = set()
+    tries, max_tries = 0, max_tries or 50 * count + 100
+    usable = set(named)
+    while len(out) < count and tries < max_tries:
+        tries += 1
+        shape_and = rng.random() < conjunctions
+        walk = walker.conjunction() if shape_and else walker.path(rng.choice(list(hops)))
+        if walk is None or (walk.topics, tuple(s.name for s in walk.steps)) in seen:
+            continue
+        if not all(t in usable for t in walk.topics):
+            continue
+        seen.add((walk.topics, tuple(s.name for s in walk.steps)))
+        out.append(_said(walk, labels, store, rng))
+        if progress:
+            progress(len(out))
+    return out
+
+
+def _said(walk: Walk, labels: dict[str, str], store: GraphStore, rng: random.Random) -> SynthQuestion:
+    topics = tuple(labels[t] for t in walk.topics)
+    if walk.shape == "and":
+        text = say_conjunction(walk.steps, topics, rng)
+    else:
+        text = say_path(walk.steps, topics[0], walk.excludes_topic, rng)
+    answer_iris = tuple(sorted(walk.answers))
+    missing = [i for i in answer_iris if i not in labels]
+    names = {**labels, **(store.labels(missing) if missing else {})}
+    return SynthQuestion(finish(text, rng), tuple(names.get(i, i) for i in answer_iris), topics, 1 if walk.shape == "and" else len(walk.steps),
+                         walk.shape, tuple(s.name for s in walk.steps), answer_iris, walk.topics)
+
+
+def write_jsonl(questions: Sequence[SynthQuestion], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for q in questions:
+            f.write(json.dumps(q.record(), ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)

@@ -1,0 +1,138 @@
+"""Walks said in words, from the relations' readable text (`kgqa.retrieval.relation_text`), with many
+surface forms per shape so that no one form dominates: possessive ("Kismet's genre"), "the … of",
+passive and active readings, who/what/which/name/list openings, the answer's type where the KG's
+naming gives one (Freebase `/film/film/…`: a film), and "besides X" / "other" forms when the walk
+came back to the topic's neighbourhood. None of them is a MetaQA template (a test checks).
+
+A relation's words fall in one of four kinds, each with its own phrases:
+- noun ("genre", "release year", "has genre" → "genre"): "the genre of X", "what has genre X";
+- passive ("directed by"): "who directed X" (its inverse reading), "what was directed by X";
+- verb ("affects", "causes"): "what does X affect", "what affects X";
+- predicate ending in a preposition ("located in", "part of"): "what is X located in", "what is located in X".
+"""
+
+from __future__ import annotations
+
+import random
+
+from kgqa.eval.synth.walk import Step
+from kgqa.retrieval.relation_text import PREPOSITIONS, is_freebase_path, third_person_verb, inverse_words, readable_relation
+
+
+def _kind(words: str, freebase: bool) -> tuple[str, str]:
+    """(kind, the words the phrases use)."""
+    tokens = words.split()
+    if words in ("is a", "instance of", "type", "subclass of"):
+        return "isa", words
+    if len(tokens) > 1 and tokens[0] in ("has", "have"):
+        return "noun", " ".join(tokens[1:])
+    if len(tokens) > 1 and tokens[-1] == "by":
+        return "passive", words
+    if len(tokens) > 1 and tokens[-1] in PREPOSITIONS | {"of"} and tokens[0] not in PREPOSITIONS:
+        return "predicate", words[3:] if words.startswith("is ") else words
+    if not freebase and len(tokens) <= 2 and third_person_verb(tokens[0], len(tokens) == 1):
+        return "verb", words
+    if tokens and tokens[0] in PREPOSITIONS and len(tokens) > 1:  # "in language" → "language"
+        return "noun", " ".join(tokens[1:])
+    return "noun", words
+
+
+def answer_type(step: Step) -> str | None:
+    """The answer's type where the relation's name says it: the subject type of a Freebase property,
+    for a step walked backwards (the answers are its subjects)."""
+    if step.inverse and is_freebase_path(step.label):
+        parts = step.label.strip("/").split("/")
+        return parts[1].replace("_", " ") if len(parts) >= 3 else None
+    return None
+
+
+def _base(verb: str) -> str:
+    return verb[:-2] if verb.endswith(("sses", "shes", "ches", "xes")) else verb[:-1]
+
+
+def noun_phrase(step: Step, x: str, rng: random.Random) -> str:
+    """The entities one step from `x` (itself a name or a noun phrase), as a noun phrase."""
+    kind, w = _kind(readable_relation(step.label), is_freebase_path(step.label))
+    if kind == "noun":
+        forms = [f"the {w} of {x}", f"{x}'s {w}"] if not step.inverse else [f"whatever has {w} {x}", f"the things whose {w} is {x}"]
+    elif kind == "passive":
+        active = inverse_words(w)
+        forms = [f"the one who {active} {x}", f"whoever {active} {x}"] if not step.inverse else [f"the things {w} {x}", f"what was {w} {x}"]
+    elif kind == "verb":
+        forms = [f"the things {x} {w}", f"what {x} {w}"] if not step.inverse else [f"the things that {w} {x}", f"whatever {w} {x}"]
+    elif kind == "isa":
+        forms = [f"the kind of thing {x} is", f"the class of {x}"] if not step.inverse else [f"the kinds of {x}", f"whatever is a {x}"]
+    else:
+        be = _be(w)
+        forms = [f"what {x} {be}{w}", f"the thing {x} {be}{w}"] if not step.inverse else [f"the things {w} {x}", f"whatever {be or 'is '}{w} {x}"]
+    return rng.choice(forms)
+
+
+def _be(predicate: str) -> str:
+    """"is " before "located in", nothing before a verb ("interacts with")."""
+    return "" if third_person_verb(predicate.split()[0], False) else "is "
+
+
+def question_for_step(step: Step, x: str, rng: random.Random) -> str:
+    """A question whose answers are the entities one step from `x`."""
+    kind, w = _kind(readable_relation(step.label), is_freebase_path(step.label))
+    kind_of = answer_type(step)
+    which = f"which {kind_of}" if kind_of and rng.random() < 0.5 else "what"
+    if kind == "noun":
+        forms = ([f"what's the {w} of {x}?", f"{x}'s {w} is what?", f"name the {w} of {x}.", f"tell me the {w} of {x}.", f"which {w} does {x} have?"]
+                 if not step.inverse else
+                 [f"{which} has {w} {x}?", f"whose {w} is {x}?", f"{x} is the {w} of {which}?", f"list everything with {w} {x}.",
+                  f"{which} has {x} as its {w}?"])
+    elif kind == "passive":
+        active = inverse_words(w)
+        forms = ([f"who was it that {active} {x}?", f"by whom was {x} {w[:-3]}?", f"{x} was {w} whom?", f"name who {active} {x}."]
+                 if not step.inverse else
+                 [f"{which} was {w} {x}?", f"list what {x} {active}.", f"{x} {active} {which}?", f"name something {w} {x}."])
+    elif kind == "verb":
+        first, rest = w.split()[0], " ".join(w.split()[1:])
+        forms = ([f"what does {x} {_base(first)}{' ' + rest if rest else ''}?", f"{x} {w} what?", f"name what {x} {w}."]
+                 if not step.inverse else
+                 [f"{which} {w} {x}?", f"{x} is {inverse_words(w)} what?", f"name something that {w} {x}."])
+    elif kind == "isa":
+        forms = ([f"what kind of thing is {x}?", f"{x} is a what?", f"which class does {x} belong to?"]
+                 if not step.inverse else
+                 [f"name a kind of {x}.", f"which things are a {x}?", f"what is an example of {x}?"])
+    else:
+        be = _be(w)
+        first, *rest = w.split()
+        asked = f"is {x} {w}" if be else f"does {x} {' '.join([_base(first), *rest])}"
+        forms = ([f"what {asked}?", f"{x} {be}{w} what?", f"tell me what {x} {be}{w}."]
+                 if not step.inverse else
+                 [f"{which} {be}{w} {x}?", f"name something {w} {x}.", f"list the things {w} {x}."])
+    return rng.choice(forms)
+
+
+def written(label: str, rng: random.Random) -> str:
+    """A label as a person types it: "western_europe" → "western europe" (the linker finds it)."""
+    return label.replace("_", " ") if "_" in label and rng.random() < 0.9 else label
+
+
+def say_path(steps: tuple[Step, ...], topic: str, excludes_topic: bool, rng: random.Random) -> str:
+    """A path walk: noun phrases for every step but the last, which the question asks for."""
+    topic = written(topic, rng)
+    x = topic
+    for step in steps[:-1]:
+        x = noun_phrase(step, x, rng)
+    text = question_for_step(steps[-1], x, rng)
+    if excludes_topic and rng.random() < 0.6:
+        text = rng.choice([f"besides {topic}, {text}", f"other than {topic}, {text}", f"apart from {topic} itself, {text}"])
+    return text
+
+
+def say_conjunction(steps: tuple[Step, ...], topics: tuple[str, ...], rng: random.Random) -> str:
+    """Two constraints meeting at the answers."""
+    first, second = (noun_phrase(s, written(t, rng), rng) for s, t in zip(steps, topics))
+    return rng.choice([f"what is among both {first} and {second}?", f"which of {first} is also among {second}?",
+                       f"name what is both {first} and {second}.", f"find {first} that are also {second}."])
+
+
+def finish(text: str, rng: random.Random) -> str:
+    """Questions are typed many ways: some all lower case, some capitalised."""
+    if rng.random() < 0.4:
+        return text.lower()
+    return text[:1].upper() + text[1:]

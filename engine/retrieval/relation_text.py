@@ -1,0 +1,129 @@
+"""Readable text for a relation of any KG, in both directions (KGFR §IV-A: relations are known to the
+retriever only by their text u_r, so the text must read the same whatever the KG's naming convention).
+
+    /film/film/directed_by      → "directed by"        inverse "directed"
+    hasCapital, has_capital     → "has capital"        inverse "capital of"
+    http://…/ontology/birthPlace → "birth place"       inverse "birth place of"
+    affects (UMLS)              → "affects"            inverse "affected by"
+    part_of                     → "part of"            inverse "has part"
+    located_in                  → "located in"         inverse "is what something is located in"
+
+The inverse is what the fact says read from its object: (Kismet, directed by, Borzage) read from
+Borzage is "Borzage directed Kismet". Rules, first that applies: "X by" → "X"; "X of" → "has X";
+"has X" → "X of"; a third-person verb, alone or with out/about/up ("affects", "carries out") → its
+participle + "by"; a phrase ending in another preposition → "is what something (is) X" ("occurs in",
+"located in"); anything else is a noun → "X of". The verb test is a guess from the word's ending.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from kgqa.core.namespace import local_name
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[_/.\-:#]+")
+PREPOSITIONS = frozenset("in at on to from with into onto for about over under within near after before".split())
+_SPELLED = {"isa": "is a", "subclassof": "subclass of", "sameas": "same as", "partof": "part of", "instanceof": "instance of"}
+_INVERSE_SPELLED = {"is a": "has instance", "instance of": "has instance", "same as": "same as", "type": "type of"}
+_IRREGULAR = {"bring": "brought", "make": "made", "write": "written", "give": "given", "take": "taken", "hold": "held", "lead": "led",
+              "speak": "spoken", "win": "won", "have": "had", "find": "found", "teach": "taught", "buy": "bought", "sell": "sold",
+              "begin": "begun", "build": "built", "know": "known", "see": "seen", "do": "done", "become": "become", "run": "run"}
+_NOT_VERBS = frozenset("is has was does status series species news means physics genus class address census alias bus gas".split())
+
+RELATION_TEXT_STYLES = ("v1", "v2")  # v1: the first checkpoint's ("inverse of: " + words); v2: this module's inverse phrasing
+
+
+def _freebase_words(path: str) -> str:
+    """/film/film/directed_by → "directed by"; a compound (CVT) path keeps the first and last property:
+    /film/film/release_date_s./film/film_regional_release_date/film_release_region → "release date film release region"."""
+    parts = [p.strip("/").split("/")[-1] for p in path.split("./")]
+    chosen = parts if len(parts) == 1 else [parts[0], parts[-1]]
+    words = " ".join(_SEPARATORS.sub(" ", p) for p in chosen).split()
+    return " ".join(w for w in words if w != "s")
+
+
+def is_freebase_path(label: str) -> bool:
+    label = label.strip()
+    return label.startswith("/") and label.count("/") >= 2 and "://" not in label
+
+
+def readable_relation(label: str) -> str:
+    """Lower-case words of a relation label, whatever its convention: Freebase paths, IRIs (their
+    local name), camelCase, snake_case, dotted or dashed names."""
+    text = label.strip()
+    if is_freebase_path(text):
+        words = _freebase_words(text)
+    else:
+        if "://" in text or text.startswith("urn:"):
+            text = local_name(text)
+        words = " ".join(_SEPARATORS.sub(" ", _CAMEL.sub(" ", text)).split()).lower()
+    words = _SPELLED.get(words.replace(" ", ""), words) if " " not in words else words
+    return words or label
+
+
+def _participle(verb: str) -> str:
+    base = verb[:-1]  # third person: affects → affect, carries → carrie, diagnoses → diagnose
+    if base in _IRREGULAR:
+        return _IRREGULAR[base]
+    if base.endswith("ie"):
+        return base[:-2] + "ied"
+    if base.endswith(("sse", "she", "che", "xe", "zze")) and verb.endswith("es"):  # passes → pass
+        base = base[:-1]
+    return base + "d" if base.endswith("e") else base + "ed"
+
+
+def third_person_verb(word: str, alone: bool) -> bool:
+    """"affects", "causes"; not "status" or plural nouns with a telling suffix ("relations", "languages" pass: a guess)."""
+    nouns = ("ss", "us", "is", "ions", "ences", "ances", "ings", "ists", "ments", "ships", "ties") + (("ies",) if alone else ())
+    return len(word) > 3 and word.endswith("s") and not word.endswith(nouns) and word not in _NOT_VERBS
+
+
+def inverse_words(words: str, freebase: bool = False) -> str:
+    """The relation's text read from its object (see the module's rules). Freebase property names
+    are noun phrases ("teams", "languages"): never read as verbs."""
+    if words in _INVERSE_SPELLED:
+        return _INVERSE_SPELLED[words]
+    tokens = words.split()
+    if not tokens:
+        return words
+    if len(tokens) > 1 and tokens[-1] == "by":
+        return " ".join(tokens[:-1])
+    if len(tokens) > 1 and tokens[-1] == "of":
+        rest = tokens[1:-1] if tokens[0] in ("is", "a", "an", "the") else tokens[:-1]
+        return "has " + " ".join(rest) if rest else words
+    if len(tokens) > 1 and tokens[0] in ("has", "have"):
+        return " ".join(tokens[1:]) + " of"
+    if not freebase and third_person_verb(tokens[0], len(tokens) == 1) and (len(tokens) == 1 or tokens[1:] in (["out"], ["about"], ["up"])):
+        return " ".join([_participle(tokens[0]), *tokens[1:], "by"])  # affects → affected by, carries out → carried out by
+    if len(tokens) > 1 and tokens[-1] in PREPOSITIONS:
+        if tokens[0] in PREPOSITIONS:  # "in language" → "language of"
+            return " ".join(tokens[1:-1] or tokens[1:]) + " of"
+        copula = "is " if tokens[0] != "is" and tokens[0].endswith(("ed", "en")) else ""
+        return f"is what something {copula}{words}"
+    if tokens[0] in PREPOSITIONS and len(tokens) > 1:
+        return " ".join(tokens[1:]) + " of"
+    return words + " of"
+
+
+def _v1_words(label: str) -> str:
+    """The first checkpoint's reading: `/film/film/genre` → "film film genre"."""
+    text = _CAMEL.sub(" ", label.rsplit("#", 1)[-1])
+    return " ".join(re.sub(r"[_/.\-:]+", " ", text).split()).lower() or label
+
+
+def relation_description(label: str, inverse: bool, descriptions: Mapping[str, str] | None = None, style: str = "v2") -> str:
+    """The text u_r a relation (or its inverse) is embedded from (eq. 1). A mapping (e.g. written by
+    an LLM, KGFR Fig. 2) overrides the default for the labels it has; an inverse is looked up as
+    `label + "⁻¹"`, and failing that is phrased from the forward text."""
+    if style not in RELATION_TEXT_STYLES:
+        raise ValueError(f"relation text style must be one of {RELATION_TEXT_STYLES}, not {style!r}")
+    key = f"{label}⁻¹" if inverse else label
+    if descriptions and key in descriptions:
+        return descriptions[key]
+    given = descriptions.get(label) if descriptions else None
+    words = given or (_v1_words(label) if style == "v1" else readable_relation(label))
+    if not inverse:
+        return words
+    return f"inverse of: {words}" if style == "v1" or given else inverse_words(words, is_freebase_path(label))

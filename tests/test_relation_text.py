@@ -1,0 +1,50 @@
+"""Relation text from any naming convention, both directions (KGFR §IV-A)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgqa.retrieval.relation_text import readable_relation, relation_description
+
+
+@pytest.mark.parametrize("label, words", [
+    ("directed_by", "directed by"),  # snake_case (MetaQA)
+    ("hasCapital", "has capital"),  # camelCase
+    ("/film/film/directed_by", "directed by"),  # Freebase property path
+    ("/people/person/nationality", "nationality"),
+    ("/film/film/release_date_s./film/film_regional_release_date/film_release_region", "release date film release region"),  # a CVT path
+    ("http://dbpedia.org/ontology/birthPlace", "birth place"),  # an IRI: its local name
+    ("http://www.w3.org/2000/01/rdf-schema#subClassOf", "sub class of"),
+    ("urn:kgqa:kg:x:r:located-in", "located in"),
+    ("isa", "is a"),
+])
+def test_relation_words_read_the_same_whatever_the_convention(label, words):
+    assert readable_relation(label) == words
+
+
+@pytest.mark.parametrize("label, inverse", [
+    ("directed_by", "directed"),  # (Kismet, directed by, Borzage) read from Borzage: "Borzage directed Kismet"
+    ("/film/film/directed_by", "directed"),
+    ("hasCapital", "capital of"),
+    ("nationality", "nationality of"),
+    ("part_of", "has part"),
+    ("affects", "affected by"),  # a verb: its passive
+    ("carries_out", "carried out by"),
+    ("located_in", "is what something is located in"),
+    ("in_language", "language of"),
+    ("/sports/sports_team_location/teams", "teams of"),  # Freebase names are nouns, never verbs
+    ("isa", "has instance"),
+])
+def test_inverse_relations_are_phrased_from_the_object(label, inverse):
+    assert relation_description(label, True) == inverse
+    assert relation_description(label, False) != inverse
+
+
+def test_descriptions_override_and_the_first_checkpoints_style_is_kept():
+    assert relation_description("directed_by", True, style="v1") == "inverse of: directed by"
+    assert relation_description("/film/film/genre", False, style="v1") == "film film genre"  # as that checkpoint was trained
+    assert relation_description("directed_by", False, {"directed_by": "the film's director"}) == "the film's director"
+    assert relation_description("directed_by", True, {"directed_by⁻¹": "films by this director"}) == "films by this director"
+    assert relation_description("directed_by", True, {"directed_by": "the film's director"}) == "inverse of: the film's director"
+    with pytest.raises(ValueError, match="style"):
+        relation_description("directed_by", True, style="v9")

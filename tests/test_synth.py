@@ -1,0 +1,90 @@
+"""`kgqa synth`: generated questions over a KG are answered by an independent walk of its triples,
+come out the same for the same seed, never reuse MetaQA's templates, and name their topics so the
+linker finds them."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from conftest import shared_data
+
+from kgqa.core.namespace import KGNamespace
+from kgqa.eval.synth import read_jsonl, synthesise, write_jsonl
+from kgqa.loaders import load_file
+from kgqa.loaders.qa import read_qa
+from kgqa.retrieval.linking import link
+from kgqa.sparql.embedded import EmbeddedWriter
+
+
+def _walk(triples, start: set[str], step: str, ns: KGNamespace) -> set[str]:
+    inverse = step.endswith("⁻¹")
+    relation = ns.relation(step.removesuffix("⁻¹"))
+    if inverse:
+        return {s for s, r, o in triples if r == relation and o in start}
+    return {o for s, r, o in triples if r == relation and s in start}
+
+
+def test_answers_equal_an_independent_walk_of_the_triples(demo_kg):
+    store, triples = demo_kg
+    ns = KGNamespace("demo")
+    questions = synthesise(store, 60, seed=3)
+    assert len(questions) == 60
+    shapes = Counter((q.shape, q.hop) for q in questions)
+    assert shapes[("path", 1)] and shapes[("path", 2)] and shapes[("path", 3)] and shapes[("and", 1)], shapes
+    for q in questions:
+        if q.shape == "and":
+            expected = _walk(triples, {q.topic_iris[0]}, q.path[0], ns) & _walk(triples, {q.topic_iris[1]}, q.path[1], ns)
+        else:
+            expected = {q.topic_iris[0]}
+            for step in q.path:
+                expected = _walk(triples, expected, step, ns)
+            expected -= {q.topic_iris[0]}
+        assert set(q.answer_iris) == expected, q
+        assert 1 <= len(q.answers) <= 20
+
+
+def test_the_same_seed_gives_the_same_questions_and_another_seed_others(demo_kg, tmp_path):
+    store, _ = demo_kg
+    first, again, other = synthesise(store, 25, seed=1), synthesise(store, 25, seed=1), synthesise(store, 25, seed=2)
+    assert first == again and first != other
+    write_jsonl(first, tmp_path / "q.jsonl")
+    rows = list(read_jsonl(tmp_path / "q.jsonl"))
+    assert [r["question"] for r in rows] == [q.question for q in first]
+    examples = read_qa(tmp_path / "q.jsonl")  # what `kgqa eval` reads
+    assert [e.answers for e in examples] == [q.answers for q in first] and examples[0].hop == first[0].hop
+
+
+def _template(question: str, topics) -> str:
+    text = question.lower()
+    for t in topics:
+        text = text.replace(t.lower(), "[x]").replace(t.replace("_", " ").lower(), "[x]")
+    return " ".join(re.sub(r"[^\w\[\] ]+", " ", text).split())
+
+
+def test_many_surface_forms_and_none_is_a_metaqa_template(demo_kg):
+    store, _ = demo_kg
+    questions = [q for q in synthesise(store, 200, seed=5) if q.shape == "path" and q.hop == 1]
+    forms = Counter(_template(q.question, q.topics) for q in questions)
+    by_step: dict[str, Counter] = {}
+    for q in questions:
+        by_step.setdefault(q.path[0], Counter())[_template(q.question, q.topics)] += 1
+    assert all(len(c) >= 2 for step, c in by_step.items() if sum(c.values()) >= 6), by_step  # no single form per relation
+    assert max(forms.values()) <= 0.25 * len(questions)
+    metaqa = set()
+    for hop in (1, 2, 3):
+        for line in open(shared_data("metaqa", f"{hop}-hop", "qa_dev.txt"), encoding="utf-8"):
+            metaqa.add(" ".join(re.sub(r"[^\w\[\] ]+", " ", re.sub(r"\[[^\]]+\]", "[x]", line.split("\t")[0].lower())).split()))
+    every = {_template(q.question, q.topics) for q in synthesise(store, 3000, seed=6, max_tries=20_000)}
+    assert not every & metaqa, sorted(every & metaqa)[:5]
+
+
+def test_names_written_with_underscores_or_camel_case_link_when_spaced(tmp_path):
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("western_europe\tlocatedIn\teurope\nFrance\tlocatedIn\twestern_europe\nNewCaledonia\tlocatedIn\tMelanesia\n", encoding="utf-8")
+    writer = EmbeddedWriter.open(None, "geo")
+    load_file(writer, kb)
+    store = writer.reader()
+    assert [t.entity.label for t in link(store, "which region is western europe located in?").topics] == ["western_europe"]
+    assert [t.entity.label for t in link(store, "where is New Caledonia?").topics] == ["NewCaledonia"]
+    assert [t.entity.label for t in link(store, "where is new caledonia?").topics] == ["NewCaledonia"]
