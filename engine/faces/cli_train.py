@@ -18,7 +18,11 @@ def train(
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Checkpoint folder to write")] = None,
     store: StoreOpt = None,
     kg: KgOpt = None,
-    pack_in: Annotated[Optional[Path], typer.Option("--pack", help="Train from this pack (written by --pack-out): no store, no encoder needed")] = None,
+    pack_in: Annotated[Optional[list[Path]], typer.Option("--pack", help="Train from this pack (written by --pack-out): no store, no encoder needed. "
+                                                          "Several --pack (one per KG) are trained on together, in mixed batches")] = None,
+    init: Annotated[Optional[Path], typer.Option("--init", help="Start from this checkpoint's weights (its model shape is kept); also how to go on after --time-budget")] = None,
+    hops: Annotated[int, typer.Option("--hops", min=1, max=3, help="With QA files: APP hops of the packed subgraphs (2 keeps dense KGs such as FB15k-237 small)")] = 3,
+    max_per_pack: Annotated[Optional[int], typer.Option("--max-per-pack", min=1, help="Train on at most N questions of each pack (fixed seed); validation keeps all")] = None,
     pack_out: Annotated[Optional[Path], typer.Option("--pack-out", help="Write the packed subgraphs + embeddings here (without --out: only that)")] = None,
     max_per_hop: Annotated[Optional[int], typer.Option("--max-per-hop", min=1, help="Sample at most N questions per file (fixed seed)")] = None,
     validation: Annotated[float, typer.Option("--validation", min=0.01, max=0.5)] = 0.1,
@@ -44,6 +48,8 @@ def train(
     from kgqa.methods.kgfr.pack import PackedQA
     from kgqa.methods.kgfr.train import TrainConfig, train as run_training
 
+    if pack_in == []:
+        pack_in = None
     if pack_in is not None and qa:
         fail("give QA files (with a store) or --pack FILE, not both")
     if pack_in is None and not qa:
@@ -58,9 +64,9 @@ def train(
         fail(f"--attn-act must be one of {', '.join(ATTN_ACTIVATIONS)} and --message one of {', '.join(MESSAGES)}")
     try:
         if pack_in is not None:
-            data = PackedQA.load(pack_in)
+            data = PackedQA.concat([_capped(PackedQA.load(p), max_per_pack, seed) for p in pack_in])
         else:
-            data = _pack_questions(qa or [], store, kg, max_per_hop, validation, seed, cache_dir)
+            data = _pack_questions(qa or [], store, kg, max_per_hop, validation, seed, cache_dir, hops)
             if pack_out is not None:
                 data.save(pack_out)
                 err.print(f"pack: {len(data):,} questions, {len(data.edge_head):,} facts → {pack_out}", highlight=False)
@@ -69,7 +75,8 @@ def train(
         train_part, val_part = data.split()
         config = TrainConfig(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, residual=residual, norm=norm, seed=seed, device=device, lr_decay=lr_decay,
                              attn_dim=attn_dim, attn_act=attn_act, message=message, split=json.loads(data.meta),
-                             time_budget=time_budget * 60 if time_budget else None)
+                             time_budget=time_budget * 60 if time_budget else None, relation_text=data.relation_text,
+                             init=str(init) if init else None, hops=hops if pack_in is None else _pack_hops(data))
         with progress_bar("training", 1) as bar:
             task = bar.add_task("epoch 1", total=1)
 
@@ -83,7 +90,25 @@ def train(
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
 
 
-def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_hop: int | None, validation: float, seed: int, cache_dir: Path):  # type: ignore[no-untyped-def]
+def _capped(data, limit: int | None, seed: int):  # type: ignore[no-untyped-def]
+    """The pack with at most `limit` training questions (a fixed-seed sample) and all its validation ones."""
+    import numpy as np
+
+    train_idx = np.flatnonzero(~data.validation)
+    if limit is None or len(train_idx) <= limit:
+        return data
+    keep = np.random.default_rng(seed).choice(train_idx, limit, replace=False)
+    return data.subset(np.sort(np.concatenate([keep, np.flatnonzero(data.validation)])))
+
+
+def _pack_hops(data) -> int:  # type: ignore[no-untyped-def]
+    """The most APP hops any of the packs was made with (3 for packs that did not record it)."""
+    meta = json.loads(data.meta)
+    return max(int(m.get("hops", 3)) for m in (meta if isinstance(meta, list) else [meta]))
+
+
+def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_hop: int | None, validation: float, seed: int, cache_dir: Path,
+                    hops: int = 3):  # type: ignore[no-untyped-def]
     """Read and split the QA files, retrieve every question's subgraph from the store, pack them."""
     import random
 
@@ -102,8 +127,8 @@ def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_h
     for name, part in (("train", train_set), ("validation", val_set)):
         with progress_bar(name, len(part)) as bar:
             task = bar.add_task(f"subgraphs ({name})", total=len(part))
-            prepared += prepare(graph_store, part, 3, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n))
-    meta = {"files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
+            prepared += prepare(graph_store, part, hops, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n))
+    meta = {"kg": graph_store.kg, "hops": hops, "relation_text": "v2", "files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
             "train": len(train_set), "validation_size": len(val_set), "validation_qids": [e.qid for e in val_set]}
     err.print("embedding questions and relation descriptions …", highlight=False)
     return pack(prepared, TextEncoder(), [False] * len(train_set) + [True] * len(val_set), json.dumps(meta))

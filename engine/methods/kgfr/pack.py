@@ -6,6 +6,7 @@ Batches come out of it with array slicing only, so a training step costs no Pyth
 
 from __future__ import annotations
 
+import json
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
@@ -129,6 +130,52 @@ class PackedQA:
         return PackedQA(self.qid[idx], self.hop[idx], self.question[idx], self.question_scale[idx], self.num_nodes[idx], self.answers_in_kb[idx],
                         edge_ptr, *edges, rel_ptr, rel_vocab, self.rel_text, self.rel_text_vectors, topic_ptr, topic_idx, answer_ptr, answer_idx,
                         self.validation[idx], self.meta)
+
+    @property
+    def relation_text(self) -> str:
+        """The style its relation texts were written in (`kgqa.retrieval.relation_text`); packs made
+        before styles were recorded are v1."""
+        meta = json.loads(self.meta)
+        styles = {m.get("relation_text", "v1") for m in (meta if isinstance(meta, list) else [meta])}
+        if len(styles) != 1:
+            raise ValueError(f"a pack mixes relation text styles {sorted(styles)}")
+        return styles.pop()
+
+    @classmethod
+    def concat(cls, packs: Sequence["PackedQA"]) -> "PackedQA":
+        """One pack of several (each its own KG): relation vocabularies side by side, metas in a list.
+        Batches drawn from it mix the KGs."""
+        if not packs:
+            raise ValueError("no packs to join")
+        styles = {p.relation_text for p in packs}
+        if len(styles) > 1:
+            raise ValueError(f"the packs were written in different relation text styles ({sorted(styles)}): make them again with one kgqa version")
+        vocab_offsets = np.cumsum([0] + [len(p.rel_text) for p in packs[:-1]])
+
+        def ptrs(name: str) -> np.ndarray:
+            parts, total = [np.zeros(1, np.int64)], 0
+            for p in packs:
+                ptr = getattr(p, name)
+                parts.append(ptr[1:] + total)
+                total += int(ptr[-1])
+            return np.concatenate(parts)
+
+        def cat(name: str, dtype=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+            arrays = [getattr(p, name) for p in packs]
+            return np.concatenate([a.astype(dtype) if dtype else a for a in arrays])
+
+        metas = []
+        for p in packs:
+            meta = json.loads(p.meta)
+            metas += meta if isinstance(meta, list) else [meta]
+        return cls(
+            qid=cat("qid"), hop=cat("hop"), question=cat("question"), question_scale=cat("question_scale"), num_nodes=cat("num_nodes"),
+            answers_in_kb=cat("answers_in_kb"), edge_ptr=ptrs("edge_ptr"), edge_head=cat("edge_head", np.int32), edge_tail=cat("edge_tail", np.int32),
+            edge_type=cat("edge_type", np.int32), edge_hop=cat("edge_hop"), rel_ptr=ptrs("rel_ptr"),
+            rel_vocab=np.concatenate([p.rel_vocab.astype(np.int32) + off for p, off in zip(packs, vocab_offsets)]),
+            rel_text=cat("rel_text"), rel_text_vectors=cat("rel_text_vectors"), topic_ptr=ptrs("topic_ptr"), topic_idx=cat("topic_idx", np.int32),
+            answer_ptr=ptrs("answer_ptr"), answer_idx=cat("answer_idx", np.int32), validation=cat("validation"), meta=json.dumps(metas),
+        )
 
     def split(self) -> tuple["PackedQA", "PackedQA"]:
         """(training part, validation part)."""

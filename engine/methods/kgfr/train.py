@@ -38,6 +38,8 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     time_budget: float | None = None  # seconds: no epoch starts that would likely end past it
+    relation_text: str = "v2"  # the style of the training pack's relation texts, which the checkpoint must be run with
+    init: str | None = None  # a checkpoint to start from (its model shape is kept)
     split: dict = field(default_factory=dict)  # how the data was split, written into the checkpoint
 
 
@@ -115,7 +117,11 @@ def train(
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
     device = pick_device(config.device)
-    model = KGFR(train_data.question.shape[1], config.dim, config.layers, config.attn_dim, config.residual, config.norm, config.attn_act, config.message).to(device)
+    if config.init:
+        model, _ = load_checkpoint(Path(config.init), str(device))
+        log(f"starting from {config.init} ({model.config})")
+    else:
+        model = KGFR(train_data.question.shape[1], config.dim, config.layers, config.attn_dim, config.residual, config.norm, config.attn_act, config.message).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimiser, mode="max", factor=config.lr_decay, patience=1) if config.lr_decay < 1 else None
     usable = [i for i in range(len(train_data)) if train_data.has_subgraph(i) and len(train_data.answers(i))]
@@ -125,6 +131,7 @@ def train(
     best, best_epoch, steps = -1.0, -1, 0
     out_dir.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
+    out_of_time = False
     for epoch in range(config.epochs):
         if config.time_budget is not None and history:
             spent = time.perf_counter() - began
@@ -150,6 +157,10 @@ def train(
                 progress(epoch + 1, step + 1, len(chunks))
             if max_steps is not None and steps >= max_steps:
                 break
+            if config.time_budget is not None and time.perf_counter() - began > config.time_budget:
+                log(f"time budget: {config.time_budget:.0f} s spent in epoch {epoch + 1} (step {step + 1} of {len(chunks)}); validating and stopping")
+                out_of_time = True
+                break
         metrics = evaluate(model, val_data, device) if val_data is not None and len(val_data) else {}
         row = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"), "seconds": time.perf_counter() - started,
                "lr": optimiser.param_groups[0]["lr"], **{f"val_{k}": v for k, v in metrics.items()}}
@@ -164,7 +175,7 @@ def train(
         elif epoch - best_epoch >= config.patience:
             log(f"early stop: no better validation Hits@1 for {config.patience} epochs")
             break
-        if max_steps is not None and steps >= max_steps:
+        if (max_steps is not None and steps >= max_steps) or out_of_time:
             break
     save_history(out_dir, history)
     margin = None
@@ -205,7 +216,8 @@ def save_checkpoint(model: KGFR, config: TrainConfig, encoder_name: str, out_dir
     from safetensors.torch import save_file
 
     save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
-    meta = {"model": model.config, "train": asdict(config), "encoder": encoder_name, "code_version": code_version(), "history": history}
+    meta = {"model": model.config, "train": asdict(config), "encoder": encoder_name, "relation_text": config.relation_text,
+            "code_version": code_version(), "history": history}
     (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 

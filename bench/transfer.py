@@ -1,0 +1,155 @@
+"""Leave-one-KG-out transfer of the KGFR retriever (KGFR §VI's zero-shot claim, tested here).
+
+    python bench/transfer.py build --work /tmp/transfer      # questions (kgqa synth) and packs per KG
+    python bench/transfer.py run --work /tmp/transfer --budget 8
+
+`build` needs each KG loaded in an embedded store (see STORES below; `kgqa load` makes them) and
+writes, per KG, the generated questions split 80/20 (fixed seed) and two packs of them: relation
+texts in the v2 style (what new checkpoints read) and in v1 (what the first bundled checkpoint read).
+MetaQA dev keeps the bundled checkpoint's own validation questions as validation, so that no model
+started from it is validated on a question it trained on.
+
+`run` trains, each for the same time budget and each starting from the bundled checkpoint:
+"all" on every KG's training part, and for each left-out X on every KG's training part but X's.
+It then prints one table: Hits@1 on each KG's validation questions for today's checkpoint, the
+model that never saw X (left out), and the model trained on all (in domain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kgqa.eval.synth import synthesise, write_jsonl
+from kgqa.loaders.qa import read_qa, split
+from kgqa.methods.kgfr.data import prepare
+from kgqa.methods.kgfr.pack import PackedQA, pack
+from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
+from kgqa.methods.kgfr.train import TrainConfig, evaluate, load_checkpoint, train
+from kgqa.retrieval.store_url import open_store
+from kgqa.retrieval.text import TextEncoder
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# name: (store URL, KG name, questions, path lengths, APP hops of the packed subgraphs)
+STORES = {
+    "fb15k237": ("oxigraph:///tmp/kgs/fb15k237", "fb15k237", 2000, (1, 2), 2),  # 3-hop FB15k-237 subgraphs hold ~80k edges
+    "umls": ("oxigraph:///tmp/kgs/umls", "umls", 1000, (1, 2, 3), 3),
+    "countries": ("oxigraph:///tmp/kgs/countries", "countries", 600, (1, 2, 3), 3),
+    "nations": ("oxigraph:///tmp/kgs/nations", "nations", 600, (1, 2, 3), 3),
+    "kinships": ("oxigraph:///tmp/kgs/kinships", "kinships", 800, (1, 2, 3), 3),
+    "metaqa-free": ("oxigraph:///tmp/metaqa-store", "metaqa", 2000, (1, 2, 3), 3),
+}
+LEFT_OUT = ("fb15k237", "umls", "countries", "metaqa-free")
+METAQA_PER_HOP = (1500, 400)  # MetaQA dev questions per hop: training, validation
+
+
+def _pack_both(name: str, store, examples, validation, hops: int, work: Path, encoder: TextEncoder, meta: dict) -> None:
+    prepared = prepare(store, examples, hops, 100, cache_dir=work / "cache")
+    for style in ("v2", "v1"):
+        data = pack(prepared, encoder, validation, json.dumps({**meta, "kg": name, "hops": hops, "relation_text": style}), style=style)
+        data.save(work / f"{name}.{style}.npz")
+    print(f"{name}: {len(examples)} questions, {int(np.sum(validation))} for validation", flush=True)
+
+
+def _today(work: Path) -> Path:
+    """A copy of the bundled checkpoint as it was when the packs were built: every run starts from it,
+    and it stays "today's" after the bundled one is replaced."""
+    base = work / "today-checkpoint"
+    if not base.exists():
+        shutil.copytree(BUNDLED_CHECKPOINT, base)
+    return base
+
+
+def build(work: Path, only: list[str] | None) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    base = _today(work)
+    encoder = TextEncoder()
+    for name, (url, kg, count, lengths, hops) in STORES.items():
+        if only and name not in only:
+            continue
+        store = open_store(url, kg)
+        questions = work / f"{name}.jsonl"
+        if not questions.exists():
+            write_jsonl(synthesise(store, count, seed=11, hops=lengths), questions)
+        examples = read_qa(questions)
+        train_part, val_part = split(examples, 0.2, seed=11)
+        _pack_both(name, store, train_part + val_part, [False] * len(train_part) + [True] * len(val_part), hops, work, encoder,
+                   {"questions": str(questions), "split": "80/20, seed 11"})
+    if not only or "metaqa" in only:
+        held = set(json.loads((base / "config.json").read_text())["train"]["split"]["validation_qids"])
+        store = open_store(*STORES["metaqa-free"][:2])
+        rng = random.Random(11)
+        chosen, validation = [], []
+        for hop in (1, 2, 3):
+            rows = read_qa(SHARED / "metaqa" / f"{hop}-hop" / "qa_dev.txt")
+            trained = [e for e in rows if e.qid not in held]
+            kept = [e for e in rows if e.qid in held]
+            chosen += rng.sample(trained, METAQA_PER_HOP[0]) + rng.sample(kept, METAQA_PER_HOP[1])
+            validation += [False] * METAQA_PER_HOP[0] + [True] * METAQA_PER_HOP[1]
+        _pack_both("metaqa", store, chosen, validation, 3, work, encoder,
+                   {"split": f"MetaQA dev: {METAQA_PER_HOP[0]}/hop from the bundled checkpoint's training part, {METAQA_PER_HOP[1]}/hop of its validation part"})
+
+
+def _hits(model, data: PackedQA, device) -> dict:  # type: ignore[no-untyped-def]
+    return evaluate(model, data.split()[1], device)
+
+
+def run(work: Path, budget: float, kgs: list[str]) -> None:
+    names = kgs or [*STORES, "metaqa"]
+    packs = {n: PackedQA.load(work / f"{n}.v2.npz") for n in names}
+    results: dict[str, dict[str, dict]] = {}
+    base = _today(work)
+    today, _ = load_checkpoint(base, "cpu")
+    results["today"] = {n: _hits(today, PackedQA.load(work / f"{n}.v1.npz"), "cpu") for n in names}
+    print(json.dumps({"today": {n: round(r["all"], 3) for n, r in results["today"].items()}}), flush=True)
+    for run_name in ["all", *[x for x in LEFT_OUT if x in names]]:
+        out = work / f"model-{run_name}"
+        if not (out / "done").exists():
+            data = PackedQA.concat([p for n, p in packs.items() if n != run_name])
+            train_part, val_part = data.split()
+            config = TrainConfig(epochs=50, patience=3, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="cpu",
+                                 time_budget=budget * 60, relation_text="v2", init=str(base), split={"left_out": run_name})
+            started = time.perf_counter()
+            train(train_part, val_part, config, out, log=lambda line: print(f"[{run_name}] {line}", flush=True))
+            (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
+        model, _ = load_checkpoint(out, "cpu")
+        results[run_name] = {n: _hits(model, p, "cpu") for n, p in packs.items()}
+        print(json.dumps({run_name: {n: round(r["all"], 3) for n, r in results[run_name].items()}}), flush=True)
+    (work / "results.json").write_text(json.dumps(results, indent=2))
+    table(results, names)
+
+
+def table(results: dict, names: list[str]) -> None:
+    print("\n| KG (validation questions) | today's checkpoint | left out (never saw the KG) | in domain (trained on all) |")
+    print("|---|---|---|---|")
+    for n in names:
+        left = results.get(n, {}).get(n, {}).get("all")
+        cells = [results["today"][n]["all"], left, results.get("all", {}).get(n, {}).get("all")]
+        print(f"| {n} | " + " | ".join("—" if c is None else f"{c:.3f}" for c in cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=("build", "run", "table"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/transfer"))
+    parser.add_argument("--budget", type=float, default=8.0, help="minutes of training per model")
+    parser.add_argument("--kgs", nargs="*", default=[], help="only these (build: names of STORES or metaqa)")
+    args = parser.parse_args()
+    if args.step == "build":
+        build(args.work, args.kgs)
+    elif args.step == "run":
+        run(args.work, args.budget, args.kgs)
+    else:
+        results = json.loads((args.work / "results.json").read_text())
+        table(results, list(results["today"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
