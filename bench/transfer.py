@@ -47,7 +47,7 @@ STORES = {
     "metaqa-free": ("oxigraph:///tmp/metaqa-store", "metaqa", 2000, (1, 2, 3), 3),
 }
 LEFT_OUT = ("fb15k237", "umls", "countries", "metaqa-free")
-METAQA_PER_HOP = (1500, 400)  # MetaQA dev questions per hop: training, validation
+METAQA_PER_HOP = (600, 200)  # MetaQA dev questions per hop: training, validation
 
 
 def _pack_both(name: str, store, examples, validation, hops: int, work: Path, encoder: TextEncoder, meta: dict) -> None:

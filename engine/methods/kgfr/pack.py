@@ -147,6 +147,8 @@ class PackedQA:
         Batches drawn from it mix the KGs."""
         if not packs:
             raise ValueError("no packs to join")
+        if len(packs) == 1:
+            return packs[0]
         styles = {p.relation_text for p in packs}
         if len(styles) > 1:
             raise ValueError(f"the packs were written in different relation text styles ({sorted(styles)}): make them again with one kgqa version")
