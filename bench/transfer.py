@@ -53,7 +53,7 @@ METAQA_PER_HOP = (600, 200)  # MetaQA dev questions per hop: training, validatio
 def _pack_both(name: str, store, examples, validation, hops: int, work: Path, encoder: TextEncoder, meta: dict) -> None:
     prepared = prepare(store, examples, hops, 100, cache_dir=work / "cache")
     for style in ("v2", "v1"):
-        data = pack(prepared, encoder, validation, json.dumps({**meta, "kg": name, "hops": hops, "relation_text": style}), style=style)
+        data = pack(prepared, encoder, validation, json.dumps({**meta, "kg": name}), style=style)
         data.save(work / f"{name}.{style}.npz")
     print(f"{name}: {len(examples)} questions, {int(np.sum(validation))} for validation", flush=True)
 
@@ -115,7 +115,7 @@ def run(work: Path, budget: float, kgs: list[str]) -> None:
             data = PackedQA.concat([p for n, p in packs.items() if n != run_name])
             train_part, val_part = data.split()
             config = TrainConfig(epochs=50, patience=3, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="cpu",
-                                 time_budget=budget * 60, relation_text="v2", init=str(base), split={"left_out": run_name})
+                                 time_budget=budget * 60, init=str(base), split={"left_out": run_name})
             started = time.perf_counter()
             train(train_part, val_part, config, out, log=lambda line: print(f"[{run_name}] {line}", flush=True))
             (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")

@@ -3,6 +3,7 @@ training steps on MetaQA subgraphs from the demo store in which the loss falls."
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -147,7 +148,9 @@ def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_pa
     packed = pack(prepared, encoder, validation=[False, True, False, False], meta='{"seed": 7}')
     packed.save(tmp_path / "p.npz")
     loaded = PackedQA.load(tmp_path / "p.npz")
-    assert len(loaded) == 4 and loaded.meta == '{"seed": 7}' and not loaded.has_subgraph(3)
+    assert len(loaded) == 4 and not loaded.has_subgraph(3)
+    assert json.loads(loaded.meta) == {"seed": 7, "relation_text": "v2", "hops": 2}  # the meta given, and what the pack records itself
+    assert loaded.relation_text == "v2" and loaded.hops == 2
     for picked in ([0], [2, 0], [0, 1, 2]):
         ours = loaded.batch(picked, with_answers=True)
         theirs = make_batch([prepared[i].subgraph for i in picked], encoder.encode([rows[i][0] for i in picked]), encoder,

@@ -50,7 +50,7 @@ def packs(tmp_path_factory):
         store = writer.reader()
         write_jsonl(synthesise(store, 240, seed=i, hops=(1, 2), conjunctions=0.0), work / f"{name}.jsonl")
         examples = read_qa(work / f"{name}.jsonl")
-        out[name] = pack(prepare(store, examples, 2, 100), encoder, [j % 5 == 0 for j in range(len(examples))], '{"relation_text": "v2"}')
+        out[name] = pack(prepare(store, examples, 2, 100), encoder, [j % 5 == 0 for j in range(len(examples))])
     return out
 
 

@@ -38,7 +38,7 @@ def train(
     attn_act: Annotated[str, typer.Option("--attn-act", help="g of eq. 5: relu (paper) | leaky_relu")] = "relu",
     message: Annotated[str, typer.Option("--message", help="eq. 4 message: sum = α(s + r) (paper) | product = α(s ⊙ r) (the bundled checkpoint's; see kgqa.methods.kgfr.model)")] = "product",
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
-    time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it")] = None,
+    time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it, and stop one that runs past it (then validate)")] = None,
     cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
 ) -> None:
     """Train the KGFR scorer (eq. 9) on QA pairs over a store; early stopping on validation Hits@1.
@@ -64,7 +64,7 @@ def train(
         fail(f"--attn-act must be one of {', '.join(ATTN_ACTIVATIONS)} and --message one of {', '.join(MESSAGES)}")
     try:
         if pack_in is not None:
-            data = PackedQA.concat([_capped(PackedQA.load(p), max_per_pack, seed) for p in pack_in])
+            data = PackedQA.concat([PackedQA.load(p).capped(max_per_pack, seed) for p in pack_in])
         else:
             data = _pack_questions(qa or [], store, kg, max_per_hop, validation, seed, cache_dir, hops)
             if pack_out is not None:
@@ -75,8 +75,7 @@ def train(
         train_part, val_part = data.split()
         config = TrainConfig(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, residual=residual, norm=norm, seed=seed, device=device, lr_decay=lr_decay,
                              attn_dim=attn_dim, attn_act=attn_act, message=message, split=json.loads(data.meta),
-                             time_budget=time_budget * 60 if time_budget else None, relation_text=data.relation_text,
-                             init=str(init) if init else None, hops=hops if pack_in is None else _pack_hops(data))
+                             time_budget=time_budget * 60 if time_budget else None, init=str(init) if init else None, hops=data.hops)
         with progress_bar("training", 1) as bar:
             task = bar.add_task("epoch 1", total=1)
 
@@ -88,23 +87,6 @@ def train(
         fail(str(exc))
         return
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
-
-
-def _capped(data, limit: int | None, seed: int):  # type: ignore[no-untyped-def]
-    """The pack with at most `limit` training questions (a fixed-seed sample) and all its validation ones."""
-    import numpy as np
-
-    train_idx = np.flatnonzero(~data.validation)
-    if limit is None or len(train_idx) <= limit:
-        return data
-    keep = np.random.default_rng(seed).choice(train_idx, limit, replace=False)
-    return data.subset(np.sort(np.concatenate([keep, np.flatnonzero(data.validation)])))
-
-
-def _pack_hops(data) -> int:  # type: ignore[no-untyped-def]
-    """The most APP hops any of the packs was made with (3 for packs that did not record it)."""
-    meta = json.loads(data.meta)
-    return max(int(m.get("hops", 3)) for m in (meta if isinstance(meta, list) else [meta]))
 
 
 def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_hop: int | None, validation: float, seed: int, cache_dir: Path,
@@ -128,7 +110,7 @@ def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_h
         with progress_bar(name, len(part)) as bar:
             task = bar.add_task(f"subgraphs ({name})", total=len(part))
             prepared += prepare(graph_store, part, hops, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n))
-    meta = {"kg": graph_store.kg, "hops": hops, "relation_text": "v2", "files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
+    meta = {"kg": graph_store.kg, "files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
             "train": len(train_set), "validation_size": len(val_set), "validation_qids": [e.qid for e in val_set]}
     err.print("embedding questions and relation descriptions …", highlight=False)
     return pack(prepared, TextEncoder(), [False] * len(train_set) + [True] * len(val_set), json.dumps(meta))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from kgqa.core.namespace import local_name
 
@@ -49,6 +50,7 @@ def is_freebase_path(label: str) -> bool:
     return label.startswith("/") and label.count("/") >= 2 and "://" not in label
 
 
+@lru_cache(maxsize=1 << 14)  # every scored subgraph asks for its relations' texts again
 def readable_relation(label: str) -> str:
     """Lower-case words of a relation label, whatever its convention: Freebase paths, IRIs (their
     local name), camelCase, snake_case, dotted or dashed names."""
@@ -59,8 +61,7 @@ def readable_relation(label: str) -> str:
         if "://" in text or text.startswith("urn:"):
             text = local_name(text)
         words = " ".join(_SEPARATORS.sub(" ", _CAMEL.sub(" ", text)).split()).lower()
-    words = _SPELLED.get(words.replace(" ", ""), words) if " " not in words else words
-    return words or label
+    return _SPELLED.get(words, words) or label
 
 
 def _participle(verb: str) -> str:
@@ -80,6 +81,7 @@ def third_person_verb(word: str, alone: bool) -> bool:
     return len(word) > 3 and word.endswith("s") and not word.endswith(nouns) and word not in _NOT_VERBS
 
 
+@lru_cache(maxsize=1 << 14)
 def inverse_words(words: str, freebase: bool = False) -> str:
     """The relation's text read from its object (see the module's rules). Freebase property names
     are noun phrases ("teams", "languages"): never read as verbs."""

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+
+
 class TextEncoder:
     """Thread-safe, cached sentence encoder. `encode(texts)` → float32 array (n, dim), L2-normalised."""
 

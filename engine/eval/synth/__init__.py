@@ -44,18 +44,19 @@ def looks_like_id(label: str) -> bool:
 
 def entity_labels(store: GraphStore, limit: int = 2_000_000) -> dict[str, str]:
     """IRI → the label the store shows for it, for every entity, page by page."""
-    iris: list[str] = []
+    seen: dict[str, None] = {}  # an entity with several labels comes once per label
     after = None
-    while len(iris) < limit:
+    while len(seen) < limit:
         page = store.label_page(after, PAGE)
         if not page:
             break
-        iris += [iri for iri, _ in page if not iris or iris[-1] != iri]
+        seen.update(dict.fromkeys(iri for iri, _ in page))
         after = page[-1]
+    iris = list(seen)
     shown: dict[str, str] = {}
     for start in range(0, len(iris), PAGE):
         shown.update(store.labels(iris[start : start + PAGE]))
-    return {iri: shown.get(iri, iri) for iri in dict.fromkeys(iris)}
+    return {iri: shown.get(iri, iri) for iri in iris}
 
 
 def _unambiguous(store: GraphStore, labels: dict[str, str], iris: Sequence[str]) -> set[str]:
@@ -86,11 +87,12 @@ def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int]
         tries += 1
         shape_and = rng.random() < conjunctions
         walk = walker.conjunction() if shape_and else walker.path(rng.choice(list(hops)))
-        if walk is None or (walk.topics, tuple(s.name for s in walk.steps)) in seen:
+        if walk is None or not all(t in usable for t in walk.topics):  # a conjunction's second topic may be unnamed
             continue
-        if not all(t in usable for t in walk.topics):
+        key = (walk.topics, tuple(s.name for s in walk.steps))
+        if key in seen:
             continue
-        seen.add((walk.topics, tuple(s.name for s in walk.steps)))
+        seen.add(key)
         out.append(_said(walk, labels, store, rng))
         if progress:
             progress(len(out))
@@ -105,8 +107,8 @@ def _said(walk: Walk, labels: dict[str, str], store: GraphStore, rng: random.Ran
         text = say_path(walk.steps, topics[0], walk.excludes_topic, rng)
     answer_iris = tuple(sorted(walk.answers))
     missing = [i for i in answer_iris if i not in labels]
-    names = {**labels, **(store.labels(missing) if missing else {})}
-    return SynthQuestion(finish(text, rng), tuple(names.get(i, i) for i in answer_iris), topics, 1 if walk.shape == "and" else len(walk.steps),
+    found = store.labels(missing) if missing else {}
+    return SynthQuestion(finish(text, rng), tuple(labels.get(i) or found.get(i, i) for i in answer_iris), topics, 1 if walk.shape == "and" else len(walk.steps),
                          walk.shape, tuple(s.name for s in walk.steps), answer_iris, walk.topics)
 
 

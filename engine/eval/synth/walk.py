@@ -37,11 +37,11 @@ class Walk:
     excludes_topic: bool  # the walk came back to the topic's neighbourhood: the topic was taken out
 
 
-def _groups(edges: Sequence[Edge]) -> dict[tuple[str, bool], dict[str, set[str]]]:
-    """(relation, inverse) → head → tails."""
-    out: dict[tuple[str, bool], dict[str, set[str]]] = {}
+def _groups(edges: Sequence[Edge]) -> dict[tuple[str, bool], set[str]]:
+    """(relation, inverse) → the entities those edges reach."""
+    out: dict[tuple[str, bool], set[str]] = {}
     for e in edges:
-        out.setdefault((e.relation, e.inverse), {}).setdefault(e.head, set()).add(e.tail)
+        out.setdefault((e.relation, e.inverse), set()).add(e.tail)
     return out
 
 
@@ -76,9 +76,8 @@ class Walker:
             if not groups:
                 return None
             key = self.rng.choice(sorted(groups))
-            reached = set().union(*groups[key].values())
             steps.append(self._step(*key))
-            frontier = reached
+            frontier = groups[key]
             if len(frontier) > (self.max_middle if len(steps) < hops else UNCAPPED):
                 return None
         came_back = topic in frontier
@@ -95,7 +94,7 @@ class Walker:
         pivot = self.rng.choice(sorted(first.answers))
         groups = _groups(self.store.expand([pivot], (), UNCAPPED))
         back = (first.steps[0].relation, not first.steps[0].inverse)
-        options = [(key, tail) for key, heads in sorted(groups.items()) if key != back for tail in sorted(heads[pivot])]
+        options = [(key, tail) for key, tails in sorted(groups.items()) if key != back for tail in sorted(tails)]
         if not options:
             return None
         (relation, inverse), other = self.rng.choice(options)

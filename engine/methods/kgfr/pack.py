@@ -132,14 +132,32 @@ class PackedQA:
                         self.validation[idx], self.meta)
 
     @property
+    def metas(self) -> list[dict]:
+        """The meta of each pack this one was made of (one, unless joined by `concat`)."""
+        meta = json.loads(self.meta)
+        return meta if isinstance(meta, list) else [meta]
+
+    @property
     def relation_text(self) -> str:
         """The style its relation texts were written in (`kgqa.retrieval.relation_text`); packs made
         before styles were recorded are v1."""
-        meta = json.loads(self.meta)
-        styles = {m.get("relation_text", "v1") for m in (meta if isinstance(meta, list) else [meta])}
+        styles = {m.get("relation_text", "v1") for m in self.metas}
         if len(styles) != 1:
             raise ValueError(f"a pack mixes relation text styles {sorted(styles)}")
         return styles.pop()
+
+    @property
+    def hops(self) -> int:
+        """The most APP hops any of its subgraphs was retrieved with (3 for packs that did not record it)."""
+        return max(int(m.get("hops", 3)) for m in self.metas)
+
+    def capped(self, limit: int | None, seed: int) -> "PackedQA":
+        """At most `limit` of its training questions (a fixed-seed sample), and all its validation ones."""
+        train_idx = np.flatnonzero(~self.validation)
+        if limit is None or len(train_idx) <= limit:
+            return self
+        keep = np.random.default_rng(seed).choice(train_idx, limit, replace=False)
+        return self.subset(np.sort(np.concatenate([keep, np.flatnonzero(self.validation)])))
 
     @classmethod
     def concat(cls, packs: Sequence["PackedQA"]) -> "PackedQA":
@@ -166,17 +184,13 @@ class PackedQA:
             arrays = [getattr(p, name) for p in packs]
             return np.concatenate([a.astype(dtype) if dtype else a for a in arrays])
 
-        metas = []
-        for p in packs:
-            meta = json.loads(p.meta)
-            metas += meta if isinstance(meta, list) else [meta]
         return cls(
             qid=cat("qid"), hop=cat("hop"), question=cat("question"), question_scale=cat("question_scale"), num_nodes=cat("num_nodes"),
             answers_in_kb=cat("answers_in_kb"), edge_ptr=ptrs("edge_ptr"), edge_head=cat("edge_head", np.int32), edge_tail=cat("edge_tail", np.int32),
             edge_type=cat("edge_type", np.int32), edge_hop=cat("edge_hop"), rel_ptr=ptrs("rel_ptr"),
             rel_vocab=np.concatenate([p.rel_vocab.astype(np.int32) + off for p, off in zip(packs, vocab_offsets)]),
             rel_text=cat("rel_text"), rel_text_vectors=cat("rel_text_vectors"), topic_ptr=ptrs("topic_ptr"), topic_idx=cat("topic_idx", np.int32),
-            answer_ptr=ptrs("answer_ptr"), answer_idx=cat("answer_idx", np.int32), validation=cat("validation"), meta=json.dumps(metas),
+            answer_ptr=ptrs("answer_ptr"), answer_idx=cat("answer_idx", np.int32), validation=cat("validation"), meta=json.dumps([m for p in packs for m in p.metas]),
         )
 
     def split(self) -> tuple["PackedQA", "PackedQA"]:
@@ -233,7 +247,8 @@ def _quantised(vectors: np.ndarray) -> dict[str, np.ndarray]:
 
 def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[bool] | None = None, meta: str = "{}",
          descriptions: Mapping[str, str] | None = None, style: str = "v2") -> PackedQA:
-    """Pack prepared examples; question and relation texts are embedded here (cached by the encoder)."""
+    """Pack prepared examples; question and relation texts are embedded here (cached by the encoder).
+    The meta records the relation text style and the subgraphs' APP hops besides what `meta` says."""
     vocab: dict[str, int] = {}
     num_nodes, heads, tails, types, hops, rel_rows, topics, answers = [], [], [], [], [], [], [], []
     for p in items:
@@ -252,6 +267,10 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         topics.append(sg.topics.astype(np.int32))
         answers.append(np.asarray(p.answers, dtype=np.int32))
     rel_text = list(vocab)
+    recorded = {**json.loads(meta), "relation_text": style}
+    retrieved = [p.subgraph.hops for p in items if p.subgraph is not None]
+    if retrieved:
+        recorded["hops"] = max(retrieved)
     return PackedQA(
         qid=np.array([p.example.qid for p in items]),
         hop=np.array([p.example.hop or 0 for p in items], dtype=np.int8),
@@ -272,5 +291,5 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         answer_ptr=_ptr([len(a) for a in answers]),
         answer_idx=np.concatenate(answers) if answers else np.zeros(0, np.int32),
         validation=np.array(validation if validation is not None else [False] * len(items), dtype=bool),
-        meta=meta,
+        meta=json.dumps(recorded),
     )

@@ -37,8 +37,7 @@ class TrainConfig:
     patience: int = 3
     seed: int = 0
     device: str = "auto"
-    time_budget: float | None = None  # seconds: no epoch starts that would likely end past it
-    relation_text: str = "v2"  # the style of the training pack's relation texts, which the checkpoint must be run with
+    time_budget: float | None = None  # seconds: no epoch starts that would likely end past it, and one that runs past it stops
     init: str | None = None  # a checkpoint to start from (its model shape is kept)
     split: dict = field(default_factory=dict)  # how the data was split, written into the checkpoint
 
@@ -171,7 +170,7 @@ def train(
             plateau.step(score)
         if score > best:
             best, best_epoch = score, epoch
-            save_checkpoint(model, config, encoder_name, out_dir, history)
+            save_checkpoint(model, config, encoder_name, out_dir, history, train_data.relation_text)
         elif epoch - best_epoch >= config.patience:
             log(f"early stop: no better validation Hits@1 for {config.patience} epochs")
             break
@@ -212,11 +211,12 @@ def choose_margin(model: KGFR, data: PackedQA, device: torch.device, batch_size:
     return margin, means[margin]
 
 
-def save_checkpoint(model: KGFR, config: TrainConfig, encoder_name: str, out_dir: Path, history: list[dict]) -> None:
+def save_checkpoint(model: KGFR, config: TrainConfig, encoder_name: str, out_dir: Path, history: list[dict], relation_text: str) -> None:
+    """`relation_text`: the style of the training pack's relation texts, which the checkpoint must be run with."""
     from safetensors.torch import save_file
 
     save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
-    meta = {"model": model.config, "train": asdict(config), "encoder": encoder_name, "relation_text": config.relation_text,
+    meta = {"model": model.config, "train": asdict(config), "encoder": encoder_name, "relation_text": relation_text,
             "code_version": code_version(), "history": history}
     (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
 
