@@ -102,3 +102,42 @@ def test_eval_reports_json_markdown_and_plots(trained):
     bad.write_text("who directed [Kismet]\tWilliam Dieterle\nno tab here\n", encoding="utf-8")
     failed = kgqa("eval", str(bad), "--store", url, "--checkpoint", str(ckpt), "--out", str(tmp / "r2"))
     assert failed.returncode == 2 and "bad.txt:2" in failed.stderr
+
+
+def test_calibrate_from_eval_reports_then_ask_declines_below_the_threshold(trained):
+    """`kgqa eval --decline-below 0` on questions the KG answers and on questions it cannot, then
+    `kgqa calibrate` writes the checkpoint's calibration; `ask` then reports a confidence or declines."""
+    import shutil
+
+    url, qa, ckpt, tmp = trained
+    mine = tmp / "ckpt-calibrated"
+    shutil.copytree(ckpt, mine)
+    movies = [line.split("]")[0].split("[")[1] for line in qa.read_text().splitlines()][:30]
+    outside = tmp / "outside.txt"  # the KG names these films but holds none of this
+    outside.write_text("".join(f"how tall is the lead of [{m}]\tnobody\nwhat did [{m}] cost to make\tnothing\n" for m in movies), encoding="utf-8")
+    reports = []
+    for name, path in (("in", qa), ("out", outside)):
+        result = kgqa("eval", str(path), "--store", url, "--checkpoint", str(mine), "--decline-below", "0", "--out", str(tmp / name))
+        assert result.returncode == 0, result.stderr[-2000:]
+        report = json.loads((tmp / name / "eval.json").read_text())
+        assert report["groups"]["all"]["answered"] == 1.0 and all(r["signals"] for r in report["rows"])  # nothing declined at 0
+        reports.append(report)
+    calibrated = kgqa("calibrate", "--checkpoint", str(mine), "--answerable", str(tmp / "in"), "--unanswerable", str(tmp / "out"))
+    assert calibrated.returncode == 0, calibrated.stderr[-2000:]
+    assert "← chosen" in calibrated.stdout
+    saved = json.loads((mine / "calibration.json").read_text())
+    assert saved["fitted_on"]["answerable"] == reports[0]["questions"] and saved["fitted_on"]["unanswerable"] == reports[1]["questions"]
+    # with the checkpoint's own threshold, about 97 % of the answerable questions are still answered
+    again = kgqa("eval", str(qa), "--store", url, "--checkpoint", str(mine), "--out", str(tmp / "in-again"))
+    assert again.returncode == 0 and "Declining" in (tmp / "in-again" / "eval.md").read_text()
+    assert json.loads((tmp / "in-again" / "eval.json").read_text())["groups"]["all"]["answered"] >= 0.95
+    asked = json.loads(kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(mine), "--decline-below", "1", "--json").stdout)
+    assert asked["answers"] == [] and "no answer I trust" in asked["declined"] and asked["evidence"]["candidates"]
+    text = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(mine), "--decline-below", "1")
+    assert text.returncode == 0 and "no answer:" in text.stdout and "closest:" in text.stdout
+    # reports without confidence signals, or no checkpoint, are refused by name
+    (tmp / "nosignals.json").write_text(json.dumps({"rows": [{"qid": "q1", "signals": {}}]}))
+    refused = kgqa("calibrate", "--checkpoint", str(mine), "--answerable", str(tmp / "nosignals.json"))
+    assert refused.returncode == 2 and "nosignals.json" in refused.stderr and "Traceback" not in refused.stderr
+    missing = kgqa("calibrate", "--checkpoint", str(tmp / "nowhere"), "--answerable", str(tmp / "in"))
+    assert missing.returncode == 2 and "nowhere" in missing.stderr

@@ -20,6 +20,13 @@ def test_links_names_and_prefers_longer_and_name_like_spans(demo_kg):
     assert two.iris == [NS.entity("Ronald Colman"), NS.entity("Kismet")]
 
 
+def test_a_possessive_name_links_without_its_s(demo_kg):
+    store, _ = demo_kg
+    assert link(store, "who is Kismet's director").iris == [NS.entity("Kismet")]
+    assert link(store, "who is kismet’s director").iris == [NS.entity("Kismet")]
+    assert link(store, "William Dieterle's films").iris == [NS.entity("William Dieterle")]
+
+
 def test_function_words_and_unknown_names_link_nothing(demo_kg):
     store, _ = demo_kg
     assert link(store, "what is the one that was in it").topics == []

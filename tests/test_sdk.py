@@ -43,8 +43,22 @@ def test_ask_without_an_llm_is_the_kgfr_ranking(engine):
     assert answer.method == "kgfr" and [t["label"] for t in answer.topics] == ["Kismet"]
     assert answer.answers and answer.answers[0].score is not None and answer.trace.llm_calls == []
     data = answer.to_json()
-    assert set(data) == {"question", "method", "answers", "text", "topics", "evidence", "trace"}
-    assert set(data["trace"]) >= {"round_trips", "subgraph", "seconds", "llm", "llm_calls", "fallback"}
+    assert set(data) == {"question", "method", "answers", "text", "topics", "evidence", "trace", "confidence", "declined"}
+    assert set(data["trace"]) >= {"round_trips", "subgraph", "seconds", "llm", "llm_calls", "fallback", "confidence_signals"}
+    assert 0.0 <= data["confidence"] <= 1.0 and data["declined"] is None
+
+
+def test_below_the_confidence_threshold_the_answer_is_declined_with_the_closest_evidence(store, engine):
+    answered = engine.ask("who directed Kismet")
+    with Engine(store, decline_below=1.0) as strict:  # nothing short of certainty is answered
+        declined = strict.ask("who directed Kismet")
+    assert declined.confidence == answered.confidence  # the same question, only the threshold differs
+    assert declined.answers == [] and "no answer I trust" in declined.declined and answered.answers[0].label in declined.declined
+    assert declined.evidence.candidates == answered.evidence.candidates  # the closest evidence stays
+    with Engine(store, decline_below=0.0) as lenient:
+        assert lenient.ask("who directed Kismet").declined is None
+    nothing = engine.ask("what is the boiling point of zyxwv")
+    assert nothing.answers == [] and nothing.confidence == 0.0 and "no entity" in nothing.declined
 
 
 def test_stream_yields_typed_events_in_order(engine):

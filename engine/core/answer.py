@@ -3,12 +3,13 @@
 `Answer.to_json()` is the stable JSON form (the service and `kgqa ask --json` print it):
 
     {"question", "method", "text",                      # text: the LLM's raw final reply ("" without one)
+     "confidence": float|null, "declined": str|null,     # declined: why no answer is given (answers then empty)
      "answers": [{"text", "iri", "label", "match", "score"}],   # match: subgraph|exact|normalised|linked|none|ranked
      "topics": [{"query", "iri", "label", "match", "score"}],   # match: exact|normalised|fuzzy|embedding
      "evidence": {"candidates": [...], "facts": [str], "paths": [str],
                   "path_edges": [[{"head", "relation", "tail"}]], "outline": str|null},
      "trace": {"round_trips", "subgraph": {...}, "seconds": {stage: s}, "fallback": str|null,
-               "linking_candidates": {span: [iri]},
+               "linking_candidates": {span: [iri]}, "confidence_signals": {name: float}, "answerability": float|null,
                "llm": {"calls", "prompt_tokens", "completion_tokens", "seconds", "retries"},
                "llm_calls": [{"purpose", "provider", "model", "prompt_tokens", "completion_tokens",
                               "seconds", "retries", "temperature", "cached", "ok", "error", "tokens_estimated"}]}}
@@ -53,6 +54,8 @@ class Trace:
     llm_calls: list[LLMCall] = field(default_factory=list)
     fallback: str | None = None  # why the method fell back (e.g. to answering without the KG)
     linking_candidates: dict[str, list[str]] = field(default_factory=dict)  # every question span that named entities → their IRIs
+    confidence_signals: dict[str, float] = field(default_factory=dict)  # what `Answer.confidence` was computed from
+    answerability: float | None = None  # calibrated probability that the KG holds an answer (below the threshold: declined)
 
     def llm_totals(self) -> dict[str, float]:
         return {
@@ -83,6 +86,8 @@ class Answer:
     evidence: Evidence = field(default_factory=Evidence)
     trace: Trace = field(default_factory=Trace)
     graph: Any = field(default=None, repr=False, compare=False)  # the retrieved Subgraph (not serialised)
+    confidence: float | None = None  # calibrated probability that the top answer is right (None: the method gives none)
+    declined: str | None = None  # why no answer is given: the KG holds none the method trusts (the evidence keeps the closest)
 
     def to_json(self) -> dict[str, Any]:
         graph, self.graph = self.graph, None

@@ -1,6 +1,10 @@
 """`kgqa eval`: answer QA files with a store and a checkpoint; Hits@1, Hits@k, F1 on all questions
 and on the answerable ones, per hop, linking accuracy, subgraph sizes and time per stage; JSON, a
-Markdown report and PNG plots."""
+Markdown report and PNG plots.
+
+Where a method gives a confidence (KGFR without an LLM), each row keeps it and its signals, and the
+report adds how many questions were answered (not declined), Hits@1 among those, and Hits@1 of the
+ranking itself (a declined question counted by its closest candidate): what `kgqa calibrate` fits."""
 
 from __future__ import annotations
 
@@ -57,6 +61,9 @@ def evaluate(
         row = {
             "qid": ex.qid, "hop": ex.hop,
             "hits1": bool(predicted) and predicted[0] in gold,
+            "hits1_ranked": bool(ranked) and ranked[0] in gold,
+            "answered": answer.declined is None, "confidence": answer.confidence,
+            "signals": dict(answer.trace.confidence_signals),
             "hitsk": any(r in gold for r in ranked[:k]),
             "f1": _f1(set(predicted), gold),
             "in_subgraph": graph is not None and any(normalise_label(label) in gold for label in graph.node_labels),
@@ -107,6 +114,8 @@ def summarise(rows: list[dict], k: int, method: str = "") -> dict:
             "prompt_tokens_mean": mean("prompt_tokens", members), "completion_tokens_mean": mean("completion_tokens", members),
             "llm_retries_mean": mean("llm_retries", members), "fallbacks": sum(1 for r in members if r["fallback"]),
             "constraint_retries_mean": mean("constraint_retries", members),
+            "answered": mean("answered", members), "hits1_ranked": mean("hits1_ranked", members),
+            "hits1_answered": mean("hits1", [r for r in members if r["answered"]]),
         }
     report["rows"] = rows
     return report
@@ -125,6 +134,10 @@ def write_report(report: dict, out_dir: Path, title: str) -> list[Path]:
         lines.append(f"| {name} | {g['questions']} | {fmt(g['hits1'])} | {fmt(g[f'hits{k}'])} | {fmt(g['f1'])} | {g['answerable_in_subgraph']} | "
                      f"{fmt(g['hits1_answerable_subgraph'])} | {g['answerable_in_kb']} | {fmt(g['hits1_answerable_kb'])} | {fmt(g['linking_accuracy'])} | "
                      f"{g['nodes_mean']:.0f} | {g['edges_mean']:.0f} | {g['seconds_mean']['total']:.3f} |")
+    if any(r["confidence"] is not None for r in report["rows"]):
+        lines += ["", "Declining (answers below the confidence threshold are declined):", "",
+                  "| group | answered | Hits@1 when answered | Hits@1 of the ranking |", "|---|---:|---:|---:|"]
+        lines += [f"| {name} | {fmt(g['answered'])} | {fmt(g['hits1_answered'])} | {fmt(g['hits1_ranked'])} |" for name, g in report["groups"].items()]
     first = next(iter(report["groups"].values()), None)
     stages = [st for st in (first["seconds_mean"] if first else {}) if st != "total"]
     lines += ["", "Cost per question (means; LLM calls also their maximum):", "",

@@ -1,4 +1,4 @@
-"""`kgqa` command line: load, subgraph, stats, train, ask, eval, serve."""
+"""`kgqa` command line: load, subgraph, stats, train, synth, calibrate, ask, eval, serve."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, fail, out, progress_bar
 from kgqa.faces.cli_options import method_flags
 from kgqa.faces.cli_load import load
+from kgqa.faces.cli_calibrate import calibrate
 from kgqa.faces.cli_synth import synth
 from kgqa.faces.cli_train import train
 from kgqa.methods import REGISTRY
@@ -100,6 +101,7 @@ def stats(store: StoreOpt = None, kg: KgOpt = None, as_json: Annotated[bool, typ
 
 app.command()(train)
 app.command()(synth)
+app.command()(calibrate)
 
 
 MethodOpt = Annotated[str, typer.Option("--method", envvar="KGQA_METHOD", help=f"{' | '.join(REGISTRY.names)} (kgfr without --llm: no LLM at all) [env KGQA_METHOD]")]
@@ -144,6 +146,12 @@ def ask(
     if not result.topics and not method.startswith("llm-only"):
         fail("no entity of the KG found in the question (name one with --topic)")
     out.print("topics: " + ", ".join(f"{t['label']} ({t['match']})" for t in result.topics), highlight=False)
+    if result.declined:
+        out.print(f"[yellow]no answer: {result.declined}[/]", highlight=False)
+        for c in result.evidence.candidates[:3]:
+            out.print(f"  closest: {c['label']}  score {c['score']:.2f}", highlight=False)
+    elif result.confidence is not None:
+        out.print(f"[dim]confidence {result.confidence:.2f}[/]", highlight=False)
     for a in result.answers:
         score = f"  score {a.score:.2f}" if a.score is not None else ""
         kg_part = f"  [dim]→ {a.label} ({a.match})[/]" if a.iri and a.label != a.text else ("" if a.iri else "  [dim](not in the KG)[/]")

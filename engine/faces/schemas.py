@@ -95,6 +95,8 @@ class TraceSchema(BaseModel):
     llm_calls: list[LLMCallSchema]
     fallback: str | None
     linking_candidates: dict[str, list[str]]
+    confidence_signals: dict[str, float] = Field(description="what the answer's confidence was computed from (KGFR without an LLM)")
+    answerability: float | None = Field(description="calibrated probability that the KG holds an answer; below the checkpoint's threshold the answer is declined")
     llm: dict[str, float]
 
 
@@ -110,3 +112,6 @@ class AnswerSchema(BaseModel):
     topics: list[TopicSchema]
     evidence: EvidenceSchema
     trace: TraceSchema
+    confidence: float | None = Field(description="calibrated probability that the top answer is right (null: the method gives none)")
+    declined: str | None = Field(description="why no answer is given: the KG holds none the method trusts; "
+                                             "evidence.candidates keeps the closest (null: answered)")

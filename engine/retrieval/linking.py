@@ -56,6 +56,8 @@ class Linking:
 
 
 def _spans(question: str) -> list[tuple[int, int, str]]:
+    """Every n-gram of tokens; one ending in a possessive ("Kismet's") also without it, after the
+    span as written (a name may end in 's itself)."""
     tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
     spans = []
     for i in range(len(tokens)):
@@ -63,6 +65,8 @@ def _spans(question: str) -> list[tuple[int, int, str]]:
             text = question[tokens[i][0] : tokens[j - 1][1]]
             if any(ch.isalnum() for ch in text):
                 spans.append((i, j, text))
+                if text.endswith(("'s", "’s")) and len(text) > 2:
+                    spans.append((i, j, text[:-2]))
     return spans
 
 

@@ -18,6 +18,9 @@ class KGFROptions:
     describe_relations: bool = option(
         False, "LLM-KGFR: feed LLM-written relation descriptions (KGFR Fig. 2) to the KGFR encoder instead of the readable "
         "names the bundled checkpoint was trained on", flags=("--describe-relations/--relation-names",))
+    decline_below: float = option(
+        -1.0, "Without an LLM: decline when the calibrated probability that the KG holds an answer is below this "
+        "(0: always answer; -1: the checkpoint's threshold, chosen on validation, see kgqa calibrate)", min=-1.0, max=1.0)
 
 
 def build(context: MethodContext, options: KGFROptions) -> Runner:
@@ -26,7 +29,7 @@ def build(context: MethodContext, options: KGFROptions) -> Runner:
 
     scorer = shared_scorer(context)
     if context.llm is None:
-        answerer = KGFRAnswerer(context.store, scorer=scorer)
+        answerer = KGFRAnswerer(context.store, scorer=scorer, decline_below=None if options.decline_below < 0 else options.decline_below)
         return lambda question, topics=None: answerer.answer(question, topics).to_answer()
     from kgqa.llm.relation_language import load_or_generate
     from kgqa.methods.kgfr.llm_loop import LLMKGFR

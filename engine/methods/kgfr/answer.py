@@ -2,7 +2,9 @@
 
 Evidence per question: node-level top-k candidates (eq. 10), edge-level top-n facts into each
 candidate by the maximum attention over layers (eq. 11), and path-level directed shortest paths in
-the subgraph from each candidate to each topic entity (eq. 12).
+the subgraph from each candidate to each topic entity (eq. 12). Each answer carries a confidence
+(kgfr/confidence.py); below the checkpoint's calibrated threshold the answer is declined and the
+candidates stay as the closest evidence.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kgqa.retrieval.app import retrieve
 from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
+from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
 
 
@@ -53,6 +56,10 @@ class KGFRResult:
     subgraph: dict
     seconds: dict[str, float]
     graph: Subgraph | None = field(default=None, repr=False)
+    confidence: float = 0.0
+    declined: str | None = None  # why no answer is given, if none is
+    signals: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
+    answerability: float = 0.0
 
     def to_answer(self) -> Answer:
         """The common `Answer` form (method "kgfr" without an LLM: the ranking is the answer)."""
@@ -69,8 +76,9 @@ class KGFRResult:
                 path_edges=path_edges(self.answers),
             ),
             trace=Trace(round_trips=self.subgraph.get("round_trips", 0), subgraph=dict(self.subgraph), seconds=dict(self.seconds),
-                        fallback=None if self.topics else "no topic entity was linked", linking_candidates=self.linking_candidates),
-            graph=self.graph,
+                        fallback=None if self.topics else "no topic entity was linked", linking_candidates=self.linking_candidates,
+                        confidence_signals={k: round(v, 4) for k, v in self.signals.items()}, answerability=round(self.answerability, 4)),
+            graph=self.graph, confidence=round(self.confidence, 4), declined=self.declined,
         )
 
 
@@ -79,13 +87,16 @@ class KGFRAnswerer:
 
     def __init__(self, store: GraphStore, checkpoint: str | Path | None = None, encoder: TextEncoder | None = None,
                  k: int = 20, n: int = 20, device: str = "auto", descriptions: dict[str, str] | None = None,
-                 scorer: KGFRScorer | None = None):
+                 scorer: KGFRScorer | None = None, decline_below: float | None = None):
         self.store = store
         self.scorer = scorer or KGFRScorer(checkpoint, device, encoder, window_ms=0)
         self.model, self.meta, self.encoder = self.scorer.model, self.scorer.meta, self.scorer.encoder
         self.hops, self.lam, self.margin = self.scorer.hops, self.scorer.lam, self.scorer.margin
         self.k, self.n = k, n
         self.descriptions = descriptions  # relation texts u_r overriding the readable names (KGFR Fig. 2)
+        self.calibration = self.scorer.calibration
+        # below this answerability the answer is declined: by default the checkpoint's calibrated threshold (none: never)
+        self.decline_below = decline_below if decline_below is not None else (self.calibration.threshold if self.calibration else 0.0)
 
     def answer(self, question: str, topics: list[str] | None = None) -> KGFRResult:
         seconds: dict[str, float] = {}
@@ -97,24 +108,43 @@ class KGFRAnswerer:
         emit(Linked(topic_info))
         linking_candidates = linking.candidates_json()
         if not linking.topics:
-            return KGFRResult(question, [], [], topic_info, linking_candidates, {}, seconds)
+            return KGFRResult(question, [], [], topic_info, linking_candidates, {}, seconds,
+                              declined="no entity of the KG was found in the question", signals=no_signal(topic_info))
         check("retrieval")
         mark = time.perf_counter()
         sg = retrieve(self.store, linking.iris, self.hops, self.lam)
         seconds["retrieve"] = time.perf_counter() - mark
         emit(Retrieved({"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}, sg.trace.round_trips))
         mark = time.perf_counter()
-        scored = self.scorer.score(sg, question, self.descriptions)
+        scored = self.scorer.score(sg, question, self.descriptions, relation_probe(question, topic_info))
         seconds["score"] = time.perf_counter() - mark
         mark = time.perf_counter()
         candidates = self.evidence(sg, scored)
         seconds["evidence"] = time.perf_counter() - mark
         emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
         answers = self.margin_answers(candidates)
+        found = signals(scored.scores, self.margin, scored.relation_match, topic_info, sg.num_nodes)
+        confidence, answerability = self.confidence(found)
+        declined = None
+        if not candidates:
+            declined = "the subgraph around the topic entities holds nothing else to answer with"
+        elif answerability < self.decline_below:
+            declined = (f"the KG holds no answer I trust: answerability {answerability:.2f} is below {self.decline_below:.2f}"
+                        f" (closest: {candidates[0].label}, confidence {confidence:.2f})")
+            answers = []
         seconds["total"] = time.perf_counter() - started
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam,
                  "scoring_batch": scored.batch_size}
-        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg)
+        return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg, confidence, declined, found,
+                          answerability)
+
+    def confidence(self, found: dict[str, float]) -> tuple[float, float]:
+        """(confidence, answerability): the calibrated probabilities that the top answer is right and
+        that the KG holds an answer; without a calibration, both are the top answer's softmax
+        probability (not calibrated)."""
+        if self.calibration is None:
+            return found["top_probability"], found["top_probability"]
+        return self.calibration.confidence(found), self.calibration.answerability(found)
 
     def margin_answers(self, candidates: list[Candidate]) -> list[Candidate]:
         """The answer set without an LLM: candidates within the validated margin of the best score."""

@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
 from kgqa.core.labels import normalise_label
 from kgqa.loaders.qa import QAExample

@@ -30,7 +30,9 @@ import torch
 from kgqa.core import control
 from kgqa.core.control import RequestStopped
 from kgqa.core.subgraph import Subgraph
+from kgqa.methods.kgfr.confidence import Calibration
 from kgqa.methods.kgfr.batch import CPU_EDGE_BUDGET, make_batch, runs_within
+from kgqa.methods.kgfr.model import KGFRBatch
 from kgqa.methods.kgfr.train import load_checkpoint
 from kgqa.methods.registry import MethodContext
 from kgqa.retrieval.text import TextEncoder
@@ -50,6 +52,7 @@ class Scored:
     scores: torch.Tensor  # (N,)
     alpha_max: torch.Tensor  # (2E,)
     batch_size: int  # how many questions were scored together (in one model call or, on CPU, a few)
+    relation_match: float = 0.0  # the best cosine between the question's relation probe and a relation text of the subgraph
 
 
 def edge_arrays(sg: Subgraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -63,6 +66,7 @@ class _Request:
     sg: Subgraph
     question: str
     descriptions: dict[str, str] | None
+    probe: str  # the question with its topics masked (kgfr/confidence.py), for `Scored.relation_match`
     control: control.RequestControl | None
     future: Future
 
@@ -72,7 +76,9 @@ class KGFRScorer:
                  window_ms: float = DEFAULT_WINDOW_MS, max_batch: int = DEFAULT_MAX_BATCH, torch_threads: int | None = None):
         if window_ms < 0 or max_batch < 1:
             raise ValueError(f"the scoring window must be >= 0 ms and the batch >= 1 (got {window_ms} ms, {max_batch})")
-        self.model, self.meta = load_checkpoint(Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT, device)
+        self.checkpoint = Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT
+        self.model, self.meta = load_checkpoint(self.checkpoint, device)
+        self.calibration = Calibration.load(self.checkpoint)  # None: the checkpoint never declines (kgfr/confidence.py)
         self.device = next(self.model.parameters()).device
         self.edge_budget = CPU_EDGE_BUDGET if self.device.type == "cpu" else None  # a batch is split into model calls of at most this many edges
         self.encoder = encoder or TextEncoder()
@@ -88,14 +94,15 @@ class KGFRScorer:
         self._start_lock = threading.Lock()
         self._closed = False
 
-    def score(self, sg: Subgraph, question: str, descriptions: dict[str, str] | None = None) -> Scored:
+    def score(self, sg: Subgraph, question: str, descriptions: dict[str, str] | None = None, probe: str | None = None) -> Scored:
         """Score one subgraph for one question; blocks until its batch has run. Honours the current
-        request's deadline and cancellation (raises `RequestStopped`)."""
+        request's deadline and cancellation (raises `RequestStopped`). `probe` (default: the question)
+        is the text whose closeness to the subgraph's relations `Scored.relation_match` reports."""
         if self._closed:
             raise RuntimeError("this KGFR scorer is closed")
         control.check("scoring")
         self._ensure_thread()
-        request = _Request(sg, question, descriptions, control.current(), Future())
+        request = _Request(sg, question, descriptions, probe or question, control.current(), Future())
         self._queue.put(request)
         while True:
             left = request.control.remaining() if request.control else None
@@ -166,15 +173,19 @@ class KGFRScorer:
     @torch.no_grad()
     def _forward(self, requests: list[_Request]) -> list[Scored]:
         graphs = [r.sg for r in requests]
-        vectors = self.encoder.encode_bulk([r.question for r in requests])  # not cached: a service sees each question once
+        # not cached: a service sees each question once
+        vectors = self.encoder.encode_bulk([r.question for r in requests] + [r.probe for r in requests])
+        questions, probes = vectors[:len(requests)], vectors[len(requests):]
         out: list[Scored] = []
         for run in runs_within([2 * sg.num_edges for sg in graphs], self.edge_budget):
-            out += self._model_call([graphs[i] for i in run], vectors[run.start:run.stop], requests[0].descriptions, len(requests))
+            out += self._model_call([graphs[i] for i in run], questions[run.start:run.stop], probes[run.start:run.stop],
+                                    requests[0].descriptions, len(requests))
         self.batches += 1
         self.questions += len(requests)
         return out
 
-    def _model_call(self, graphs: list[Subgraph], vectors: np.ndarray, descriptions: dict[str, str] | None, shared: int) -> list[Scored]:
+    def _model_call(self, graphs: list[Subgraph], vectors: np.ndarray, probes: np.ndarray, descriptions: dict[str, str] | None,
+                    shared: int) -> list[Scored]:
         batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions, style=self.relation_text).to(self.device)
         scores, attention = self.model(batch, keep_attention=True)
         scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
@@ -183,9 +194,10 @@ class KGFRScorer:
         for i, alpha in enumerate(attention):  # α^max over the layers that used each edge (eq. 11)
             used = (hops <= i + 1).nonzero().squeeze(-1)
             alpha_max[used] = torch.maximum(alpha_max[used], alpha.cpu())
+        match = relation_match(batch, torch.from_numpy(np.asarray(probes, dtype=np.float32)).to(self.device)).tolist()
         out, node, edge = [], 0, 0
-        for sg in graphs:  # make_batch lays the graphs side by side: nodes and edges are contiguous
-            out.append(Scored(scores[node:node + sg.num_nodes], alpha_max[edge:edge + 2 * sg.num_edges], shared))
+        for g, sg in enumerate(graphs):  # make_batch lays the graphs side by side: nodes and edges are contiguous
+            out.append(Scored(scores[node:node + sg.num_nodes], alpha_max[edge:edge + 2 * sg.num_edges], shared, match[g]))
             node += sg.num_nodes
             edge += 2 * sg.num_edges
         return out
@@ -199,6 +211,15 @@ class KGFRScorer:
     def stats(self) -> dict[str, Any]:
         return {"batches": self.batches, "questions": self.questions,
                 "mean_batch": self.questions / self.batches if self.batches else 0.0}
+
+
+def relation_match(batch: KGFRBatch, probes: torch.Tensor) -> torch.Tensor:
+    """Per question of the batch, the largest cosine between its probe's embedding and the text of a
+    relation in its subgraph (both unit vectors): low when the question asks for something no
+    relation there reads like ("how tall is ⟨topic⟩" over a film KG)."""
+    cosine = (batch.relation_text * probes[batch.relation_graph]).sum(-1)
+    best = torch.full((batch.num_graphs,), -1.0, device=cosine.device)
+    return best.scatter_reduce(0, batch.relation_graph, cosine, "amax").cpu()
 
 
 def shared_scorer(context: MethodContext) -> KGFRScorer:

@@ -1,0 +1,148 @@
+"""Does KGFR know when it does not know? Coverage and precision of declining, per KG and across KGs.
+
+    python bench/abstention.py collect --checkpoint DIR --work /tmp/abstention   # answer, keep the signals
+    python bench/abstention.py fit --checkpoint DIR --work /tmp/abstention [--save]
+
+`collect` asks each KG (the stores of bench/transfer.py, built by its `build` step) two kinds of
+questions with declining off: its own validation questions (answerable; MetaQA's are the bundled
+checkpoint's held-out dev questions) and validation questions of other KGs whose domain it does not
+cover (unanswerable: no pair where one KG could hold the other's facts, such as FB15k-237 and the
+MetaQA movies, or FB15k-237 and Countries). Each answer's confidence signals and whether its top
+candidate was right are kept.
+
+`fit` then reports, at the answerability threshold that keeps 97 % of the answerable validation
+questions whose topic was linked answered (kgfr/confidence.py):
+- leave one KG out: the calibration is fitted on the other KGs' questions only and judged on the
+  left-out KG's (answerable and unanswerable), the case of a user's own graph;
+- a split in halves (fixed seed): fitted on one half, judged on the other, with the coverage /
+  precision curve;
+and with `--save` writes the calibration fitted on everything into the checkpoint (calibration.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from kgqa.eval.report import evaluate
+from kgqa.faces.sdk import Engine
+from kgqa.loaders.qa import QAExample, read_qa, split
+from kgqa.methods.kgfr.confidence import DEFAULT_ANSWER_RATE, FEATURES, curve, fit
+from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from transfer import SHARED, STORES  # noqa: E402
+
+ANSWERABLE = 150  # validation questions asked of their own KG
+UNANSWERABLE = 60  # questions of each other KG asked of one
+# KGs whose facts could overlap: their questions are not asked of each other as "unanswerable"
+OVERLAP = [{"metaqa", "metaqa-free", "fb15k237"}, {"fb15k237", "countries"}, {"fb15k237", "nations"}]
+
+
+def _store(kg: str) -> tuple[str, str]:
+    url, name, *_ = STORES["metaqa-free" if kg == "metaqa" else kg]
+    return url, name
+
+
+def validation_questions(kg: str, transfer: Path, rng: random.Random) -> list[QAExample]:
+    if kg == "metaqa":
+        held = set(json.loads((transfer / "today-checkpoint" / "config.json").read_text())["train"]["split"]["validation_qids"])
+        out = []
+        for hop in (1, 2, 3):
+            rows = [e for e in read_qa(SHARED / "metaqa" / f"{hop}-hop" / "qa_dev.txt") if e.qid in held]
+            out += rng.sample(rows, ANSWERABLE // 3)
+        return out
+    _, val_part = split(read_qa(transfer / f"{kg}.jsonl"), 0.2, seed=11)  # the packs' split: never trained on
+    return rng.sample(val_part, min(ANSWERABLE, len(val_part)))
+
+
+def _overlap(a: str, b: str) -> bool:
+    return a == b or any({a, b} <= group for group in OVERLAP)
+
+
+def collect(checkpoint: Path, work: Path, transfer: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    kgs = [*STORES, "metaqa"]
+    rng = random.Random(7)
+    questions = {kg: validation_questions(kg, transfer, rng) for kg in kgs}
+    for target in kgs:
+        done = work / f"{target}.json"
+        if done.exists():
+            continue
+        url, name = _store(target)
+        rows = []
+        with Engine(url, "kgfr", kg=name, checkpoint=checkpoint, decline_below=0.0) as engine:
+            for source in kgs:
+                if source != target and _overlap(source, target):
+                    continue
+                asked = questions[source] if source == target else random.Random(source + target).sample(questions[source], UNANSWERABLE)
+                report = evaluate(engine.runner(), engine.store, asked, gold_topics=False, workers=4)
+                rows += [{**r, "target": target, "source": source, "answerable": source == target} for r in report["rows"]]
+                print(f"{target:12s} ← {source:12s} {len(asked):4d} questions, Hits@1 {np.mean([r['hits1_ranked'] for r in report['rows']]):.3f}", flush=True)
+        done.write_text(json.dumps(rows))
+
+
+def _fit(rows: list[dict]):  # type: ignore[no-untyped-def]
+    return fit([r["signals"] for r in rows], [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows], DEFAULT_ANSWER_RATE,
+               fitted_on={"answerable": sum(r["answerable"] for r in rows), "unanswerable": sum(not r["answerable"] for r in rows),
+                          "kgs": sorted({r["target"] for r in rows})})
+
+
+def _judge(calibration, rows: list[dict], thresholds) -> list[dict]:  # type: ignore[no-untyped-def]
+    return curve([calibration.answerability(r["signals"]) for r in rows], [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows],
+                 [r["signals"]["link_strength"] > 0 for r in rows], thresholds)
+
+
+def report(checkpoint: Path, work: Path, save: bool) -> None:
+    rows = [r for path in sorted(work.glob("*.json")) for r in json.loads(path.read_text())]
+    kgs = sorted({r["target"] for r in rows})
+    fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
+    print(f"{len(rows)} questions: {sum(r['answerable'] for r in rows)} answerable, {sum(not r['answerable'] for r in rows)} unanswerable; "
+          f"features {', '.join(FEATURES)}\n")
+    print("Leave one KG out (calibration fitted on the other KGs' questions):\n")
+    print("| KG | answerable | unanswerable | threshold | answerable answered | Hits@1 when answered | Hits@1 of the ranking | unanswerable declined |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for kg in kgs:
+        inside = [r for r in rows if r["target"] == kg]
+        calibration = _fit([r for r in rows if r["target"] != kg])
+        row = _judge(calibration, inside, [calibration.threshold])[0]
+        ranked = np.mean([r["hits1_ranked"] for r in inside if r["answerable"]])
+        print(f"| {kg} | {sum(r['answerable'] for r in inside)} | {sum(not r['answerable'] for r in inside)} | {calibration.threshold:.3f} | "
+              f"{fmt(row['coverage'])} | {fmt(row['precision'])} | {ranked:.3f} | {fmt(row['declined_unanswerable'])} |")
+    shuffled = random.Random(3).sample(rows, len(rows))
+    half = len(shuffled) // 2
+    calibration = _fit(shuffled[:half])
+    print(f"\nHalves (fitted on {half} questions, judged on the other {len(rows) - half}); chosen threshold {calibration.threshold:.3f}:\n")
+    print("| answerability threshold | answerable answered | Hits@1 when answered | unanswerable declined |\n|---:|---:|---:|---:|")
+    for row in _judge(calibration, shuffled[half:], sorted({0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, calibration.threshold})):
+        mark = " ← chosen" if row["threshold"] == calibration.threshold else ""
+        print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}")
+    final = _fit(rows)
+    for head in ("right", "answerable"):
+        weights = getattr(final, head).weights
+        print(f"\n{head} weights (standardised features): " + ", ".join(f"{n} {w:+.2f}" for n, w in zip(final.features, weights)))
+    if save:
+        print(f"wrote {final.save(checkpoint)} (threshold {final.threshold:.3f}, fitted on all {len(rows)} questions)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=("collect", "fit"))
+    parser.add_argument("--checkpoint", type=Path, default=BUNDLED_CHECKPOINT)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/abstention"))
+    parser.add_argument("--transfer", type=Path, default=Path("/tmp/transfer"), help="bench/transfer.py's work folder (questions, today's checkpoint)")
+    parser.add_argument("--save", action="store_true", help="fit: write the calibration fitted on everything into the checkpoint")
+    args = parser.parse_args()
+    if args.step == "collect":
+        collect(args.checkpoint, args.work, args.transfer)
+    else:
+        report(args.checkpoint, args.work, args.save)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

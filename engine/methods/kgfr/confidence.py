@@ -1,0 +1,191 @@
+"""How far to trust a KGFR answer given without an LLM, and when to decline.
+
+A few signals of one answered question (`signals`) — how peaked the ranking is, how well the question
+reads like a relation of the subgraph, how surely its topic was linked — go through two logistic
+models (`Calibration`) fitted on validation questions, answerable ones and questions the KG cannot
+answer (other KGs' questions): the answer's confidence (is the top answer right?) and its
+answerability (does the KG hold an answer?). The threshold on answerability is chosen on the
+answerable validation questions so that a given share of them (97 % by default) is still answered;
+below it the answer is declined.
+
+A checkpoint carries its calibration in `calibration.json`; one without it never declines and
+reports its top answer's softmax probability as the confidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+CALIBRATION_FILE = "calibration.json"
+FEATURES = ("top_probability", "answer_mass", "gap", "top_logit", "relation_match", "link_strength", "lone_word_link", "log_nodes")
+DEFAULT_ANSWER_RATE = 0.97
+
+
+def relation_probe(question: str, topics: Sequence[Mapping]) -> str:
+    """The question with its topic mentions replaced by "something": what it asks, not whom it names
+    ("how tall is Tom Hanks" → "how tall is something" reads like no relation of a film KG)."""
+    for topic in topics:
+        question = question.replace(str(topic["query"]), "something")
+    return question
+
+
+def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: Sequence[Mapping], nodes: int) -> dict[str, float]:
+    """The features of one question: `scores` are the model's per-node scores (topics -inf), `margin`
+    the answer-set margin, `topics` the linked topics (`Linking.topics_json()`)."""
+    finite = scores[torch.isfinite(scores)].double()
+    if finite.numel() == 0:
+        return no_signal(topics)
+    top = torch.topk(finite, min(2, finite.numel())).values
+    probabilities = torch.softmax(finite, 0)
+    gap = float(top[0] - top[1]) if top.numel() > 1 else 20.0
+    return {
+        "top_probability": float(probabilities.max()),
+        "answer_mass": float(probabilities[finite >= top[0] - margin].sum()),
+        "gap": min(gap, 20.0),
+        "top_logit": float(top[0].clamp(-50, 50)),
+        "relation_match": float(relation_match),
+        **_link_signals(topics),
+        "log_nodes": math.log1p(nodes),
+    }
+
+
+def no_signal(topics: Sequence[Mapping]) -> dict[str, float]:
+    """The features of a question with nothing to rank (no topic linked, or an empty subgraph)."""
+    return {"top_probability": 0.0, "answer_mass": 0.0, "gap": 0.0, "top_logit": -50.0, "relation_match": -1.0,
+            **_link_signals(topics), "log_nodes": 0.0}
+
+
+def _link_signals(topics: Sequence[Mapping]) -> dict[str, float]:
+    """The weakest topic's link score (1 for a match as written or normalised, the similarity for a
+    fuzzy or embedding match), and whether every topic is a lone lower-case word ("math")."""
+    if not topics:
+        return {"link_strength": 0.0, "lone_word_link": 1.0}
+    lone = all(len(str(t["query"]).split()) == 1 and not str(t["query"])[:1].isupper() for t in topics)
+    return {"link_strength": float(min(float(t.get("score", 1.0)) for t in topics)), "lone_word_link": float(lone)}
+
+
+@dataclass(frozen=True)
+class Logistic:
+    weights: tuple[float, ...]  # on the standardised features
+    bias: float
+
+    def __call__(self, z: np.ndarray) -> float:
+        return float(1.0 / (1.0 + np.exp(-(z @ np.array(self.weights) + self.bias))))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Two logistic models over the standardised `FEATURES`: `confidence`, the probability that the
+    top answer is right, and `answerability`, the probability that the KG holds an answer at all;
+    below `threshold` of the latter the answer is declined. (One model for both serves worse: where
+    the retriever is often wrong on a KG, "right" is rare even on questions the KG answers, and a
+    threshold on it that keeps those answered lets most unanswerable questions through.)"""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    right: Logistic
+    answerable: Logistic
+    threshold: float
+    answer_rate: float  # the share of answerable validation questions (topic linked) the threshold keeps answered
+    fitted_on: dict = field(default_factory=dict)  # what it was fitted on (counts, sources)
+    features: tuple[str, ...] = FEATURES
+
+    def _standardised(self, features: Mapping[str, float]) -> np.ndarray:
+        return (np.array([features[name] for name in self.features]) - np.array(self.mean)) / np.array(self.scale)
+
+    def confidence(self, features: Mapping[str, float]) -> float:
+        return self.right(self._standardised(features))
+
+    def answerability(self, features: Mapping[str, float]) -> float:
+        return self.answerable(self._standardised(features))
+
+    def save(self, checkpoint: Path) -> Path:
+        path = Path(checkpoint) / CALIBRATION_FILE
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        return path
+
+    @staticmethod
+    def load(checkpoint: Path) -> "Calibration | None":
+        """The checkpoint's calibration, or None where it has none. A file that does not fit this
+        code's features raises ValueError naming the file."""
+        path = Path(checkpoint) / CALIBRATION_FILE
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text())
+            features = tuple(data["features"])
+            calibration = Calibration(tuple(data["mean"]), tuple(data["scale"]), *(Logistic(tuple(data[h]["weights"]), float(data[h]["bias"]))
+                                      for h in ("right", "answerable")), float(data["threshold"]), float(data["answer_rate"]),
+                                      data.get("fitted_on", {}), features)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: not a kgqa calibration ({exc!r})") from None
+        sizes = {len(calibration.mean), len(calibration.scale), len(calibration.right.weights), len(calibration.answerable.weights), len(features)}
+        if not set(features) <= set(FEATURES) or len(sizes) != 1:
+            raise ValueError(f"{path}: features {list(features)} do not match this version's {list(FEATURES)}")
+        return calibration
+
+
+def _logistic(z: np.ndarray, y: np.ndarray, l2: float) -> Logistic:
+    """L2-regularised logistic regression by Newton's method (at most 50 steps; the bias is not penalised)."""
+    z = np.hstack([z, np.ones((len(z), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.diag([l2 * len(z)] * (z.shape[1] - 1) + [0.0])
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-z @ w))
+        gradient = z.T @ (p - y) + penalty @ w
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + penalty + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return Logistic(tuple(w[:-1].tolist()), float(w[-1]))
+
+
+def fit(features: Sequence[Mapping[str, float]], correct: Sequence[bool], answerable: Sequence[bool],
+        answer_rate: float = DEFAULT_ANSWER_RATE, l2: float = 1e-2, fitted_on: dict | None = None) -> Calibration:
+    """Fit both models: "the top answer is right" (questions the KG cannot answer never are) and "the
+    KG holds an answer". The threshold on the latter keeps `answer_rate` of the answerable questions
+    whose topic was linked answered (an unlinked question is declined whatever the threshold)."""
+    if not 0 < answer_rate <= 1:
+        raise ValueError(f"answer_rate must be in (0, 1], got {answer_rate}")
+    a = np.array(answerable, dtype=np.float64)
+    y = np.array(correct, dtype=np.float64) * a
+    if not a.any():
+        raise ValueError("calibration needs answerable questions")
+    if a.all() or not y.any():
+        raise ValueError("calibration needs both right and wrong answers, and questions the KG cannot answer")
+    x = np.array([[f[name] for name in FEATURES] for f in features], dtype=np.float64)
+    mean, scale = x.mean(0), x.std(0)
+    scale[scale < 1e-9] = 1.0
+    z = (x - mean) / scale
+    calibration = Calibration(tuple(mean.tolist()), tuple(scale.tolist()), _logistic(z, y, l2), _logistic(z, a, l2), 0.0, answer_rate, fitted_on or {})
+    kept = np.array([calibration.answerability(f) for f, ok in zip(features, answerable) if ok and f["link_strength"] > 0])
+    if not len(kept):
+        raise ValueError("calibration needs answerable questions whose topic was linked")
+    threshold = float(np.quantile(kept, 1 - answer_rate, method="lower")) if answer_rate < 1 else 0.0
+    return dataclasses.replace(calibration, threshold=threshold)
+
+
+def curve(answerability: Sequence[float], correct: Sequence[bool], answerable: Sequence[bool], linked: Sequence[bool],
+          thresholds: Sequence[float]) -> list[dict]:
+    """Per threshold: the share of answerable questions answered (coverage; an unlinked question is
+    never answered), Hits@1 among those answered (precision), and the share of unanswerable
+    questions declined."""
+    ok, a = np.array(correct, dtype=bool), np.array(answerable, dtype=bool)
+    c = np.where(np.array(linked, dtype=bool), np.array(answerability), -np.inf)
+    rows = []
+    for t in thresholds:
+        answered = c >= t
+        rows.append({"threshold": float(t),
+                     "coverage": float(answered[a].mean()) if a.any() else None,
+                     "precision": float(ok[a & answered].mean()) if (a & answered).any() else None,
+                     "declined_unanswerable": float((~answered[~a]).mean()) if (~a).any() else None})
+    return rows
