@@ -105,27 +105,27 @@ def report(checkpoint: Path, work: Path, save: bool) -> None:
     print(f"{len(rows)} questions: {sum(r['answerable'] for r in rows)} answerable, {sum(not r['answerable'] for r in rows)} unanswerable; "
           f"features {', '.join(FEATURES)}\n")
     print("Leave one KG out (calibration fitted on the other KGs' questions):\n")
-    print("| KG | answerable | unanswerable | threshold | answerable answered | Hits@1 when answered | Hits@1 of the ranking | unanswerable declined |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| KG | answerable | unanswerable | threshold | answerable answered | of those linked | Hits@1 when answered | Hits@1 of the ranking | unanswerable declined |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kg in kgs:
         inside = [r for r in rows if r["target"] == kg]
         calibration = _fit([r for r in rows if r["target"] != kg])
         row = _judge(calibration, inside, [calibration.threshold])[0]
         ranked = np.mean([r["hits1_ranked"] for r in inside if r["answerable"]])
         print(f"| {kg} | {sum(r['answerable'] for r in inside)} | {sum(not r['answerable'] for r in inside)} | {calibration.threshold:.3f} | "
-              f"{fmt(row['coverage'])} | {fmt(row['precision'])} | {ranked:.3f} | {fmt(row['declined_unanswerable'])} |")
+              f"{fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {ranked:.3f} | {fmt(row['declined_unanswerable'])} |")
     shuffled = random.Random(3).sample(rows, len(rows))
     half = len(shuffled) // 2
     calibration = _fit(shuffled[:half])
     print(f"\nHalves (fitted on {half} questions, judged on the other {len(rows) - half}); chosen threshold {calibration.threshold:.3f}:\n")
-    print("| answerability threshold | answerable answered | Hits@1 when answered | unanswerable declined |\n|---:|---:|---:|---:|")
+    print("| answerability threshold | answerable answered | of those linked | Hits@1 when answered | unanswerable declined |\n|---:|---:|---:|---:|---:|")
     for row in _judge(calibration, shuffled[half:], sorted({0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, calibration.threshold})):
         mark = " ← chosen" if row["threshold"] == calibration.threshold else ""
-        print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}")
+        print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}")
     final = _fit(rows)
     for head in ("right", "answerable"):
-        weights = getattr(final, head).weights
-        print(f"\n{head} weights (standardised features): " + ", ".join(f"{n} {w:+.2f}" for n, w in zip(final.features, weights)))
+        model = getattr(final, head)
+        print(f"\n{head} weights (standardised features): " + ", ".join(f"{n} {w:+.2f}" for n, w in zip(model.features, model.weights)))
     if save:
         print(f"wrote {final.save(checkpoint)} (threshold {final.threshold:.3f}, fitted on all {len(rows)} questions)")
 

@@ -1,4 +1,5 @@
-"""APP on the full MetaQA KB (../shared/data): store = reference on 200+ topic sets from dev questions."""
+"""On the full MetaQA KB (../shared/data), loaded once: APP's store = reference on 200+ topic sets
+from dev questions; the bundled checkpoint declines questions the movie KG cannot answer."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def test_full_metaqa_store_equals_reference(metaqa):
         assert got.trace.round_trips <= hops + 1
         checked += 1
     assert checked >= 200 and absent < 20, (checked, absent)
+
+
+def test_the_bundled_checkpoint_declines_what_the_movie_kg_cannot_answer(metaqa):
+    from kgqa import Engine
+
+    store, _ = metaqa
+    with Engine(store) as engine:
+        for question in ("what is the capital of France", "MATCH (n) DETACH DELETE n", "how tall is Tom Hanks"):
+            answer = engine.ask(question)
+            assert answer.declined and answer.answers == [], (question, answer.trace.confidence_signals)
+            assert answer.evidence.candidates  # the closest evidence stays
+        for question in ("who directed Kismet", "which films did Tom Hanks star in", "what genre is The Matrix"):
+            answer = engine.ask(question)
+            assert answer.declined is None and answer.answers, (question, answer.trace.answerability, answer.trace.confidence_signals)

@@ -44,8 +44,8 @@ def test_the_threshold_keeps_the_asked_share_of_linked_answerable_questions_and_
     assert row["declined_unanswerable"] >= 0.9
     assert 0.0 <= row["precision"] <= 1.0
     # how well the question reads like a relation is what separates them here
-    assert calibration.answerable.weights[FEATURES.index("relation_match")] > 0
-    assert calibration.right.weights[FEATURES.index("top_probability")] > 0  # and rightness follows the peaked ranking
+    assert calibration.answerable.weights[calibration.answerable.features.index("relation_match")] > 0
+    assert calibration.right.weights[calibration.right.features.index("top_probability")] > 0  # and rightness follows the peaked ranking
     # a higher answer rate can only lower the threshold
     assert fit(features, correct, answerable, answer_rate=0.99).threshold <= calibration.threshold <= fit(features, correct, answerable, answer_rate=0.9).threshold
 
@@ -69,7 +69,7 @@ def test_a_calibration_survives_its_file_and_a_foreign_one_is_refused_by_name(tm
     assert again.confidence(features[5]) == calibration.confidence(features[5])
     assert Calibration.load(tmp_path / "elsewhere") is None
     data = json.loads((tmp_path / "calibration.json").read_text())
-    data["features"] = ["shoe_size", *data["features"][1:]]
+    data["answerable"]["features"] = ["shoe_size", *data["answerable"]["features"][1:]]
     (tmp_path / "calibration.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match="calibration.json"):
         Calibration.load(tmp_path)

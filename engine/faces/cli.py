@@ -151,7 +151,8 @@ def ask(
         for c in result.evidence.candidates[:3]:
             out.print(f"  closest: {c['label']}  score {c['score']:.2f}", highlight=False)
     elif result.confidence is not None:
-        out.print(f"[dim]confidence {result.confidence:.2f}[/]", highlight=False)
+        answerable = f" · answerability {result.trace.answerability:.2f}" if result.trace.answerability is not None else ""
+        out.print(f"[dim]confidence {result.confidence:.2f}{answerable}[/]", highlight=False)
     for a in result.answers:
         score = f"  score {a.score:.2f}" if a.score is not None else ""
         kg_part = f"  [dim]→ {a.label} ({a.match})[/]" if a.iri and a.label != a.text else ("" if a.iri else "  [dim](not in the KG)[/]")

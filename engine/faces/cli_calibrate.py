@@ -50,12 +50,13 @@ def calibrate(
         fail(f"cannot calibrate: {exc}")
         return
     answerability = [calibration.answerability(r["signals"]) for r in rows]
-    out.print("| answerability threshold | answerable answered | Hits@1 when answered | unanswerable declined |\n|---:|---:|---:|---:|", highlight=False)
+    out.print("| answerability threshold | answerable answered | of those linked | Hits@1 when answered | unanswerable declined |\n|---:|---:|---:|---:|---:|",
+              highlight=False)
     fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
     for row in curve(answerability, [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows], [r["signals"]["link_strength"] > 0 for r in rows],
                      sorted({0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, calibration.threshold})):
         mark = " ← chosen" if row["threshold"] == calibration.threshold else ""
-        out.print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}",
+        out.print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}",
                   highlight=False)
     written = calibration.save(checkpoint)
     out.print(f"threshold {calibration.threshold:.3f} keeps {answer_rate:.0%} of the answerable questions whose topic was linked answered "

@@ -14,7 +14,6 @@ reports its top answer's softmax probability as the confidence.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ import torch
 
 CALIBRATION_FILE = "calibration.json"
 FEATURES = ("top_probability", "answer_mass", "gap", "top_logit", "relation_match", "link_strength", "lone_word_link", "log_nodes")
+ANSWERABILITY_FEATURES = ("relation_match", "link_strength", "lone_word_link")  # see Calibration
 DEFAULT_ANSWER_RATE = 0.97
 
 
@@ -74,38 +74,62 @@ def _link_signals(topics: Sequence[Mapping]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Logistic:
-    weights: tuple[float, ...]  # on the standardised features
+    """P(y | features) = σ(w · standardised features + b)."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
     bias: float
 
-    def __call__(self, z: np.ndarray) -> float:
+    def __call__(self, found: Mapping[str, float]) -> float:
+        z = (np.array([found[name] for name in self.features]) - np.array(self.mean)) / np.array(self.scale)
         return float(1.0 / (1.0 + np.exp(-(z @ np.array(self.weights) + self.bias))))
+
+    @staticmethod
+    def fit(found: Sequence[Mapping[str, float]], y: np.ndarray, features: tuple[str, ...], l2: float) -> "Logistic":
+        """L2-regularised logistic regression by Newton's method (at most 50 steps; the bias is not penalised)."""
+        x = np.array([[f[name] for name in features] for f in found], dtype=np.float64)
+        mean, scale = x.mean(0), x.std(0)
+        scale[scale < 1e-9] = 1.0
+        z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+        w = np.zeros(z.shape[1])
+        penalty = np.diag([l2 * len(z)] * (z.shape[1] - 1) + [0.0])
+        for _ in range(50):
+            p = 1 / (1 + np.exp(-z @ w))
+            gradient = z.T @ (p - y) + penalty @ w
+            hessian = (z * (p * (1 - p))[:, None]).T @ z + penalty + 1e-9 * np.eye(len(w))
+            step = np.linalg.solve(hessian, gradient)
+            w -= step
+            if np.abs(step).max() < 1e-8:
+                break
+        return Logistic(features, tuple(mean.tolist()), tuple(scale.tolist()), tuple(w[:-1].tolist()), float(w[-1]))
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Two logistic models over the standardised `FEATURES`: `confidence`, the probability that the
-    top answer is right, and `answerability`, the probability that the KG holds an answer at all;
-    below `threshold` of the latter the answer is declined. (One model for both serves worse: where
-    the retriever is often wrong on a KG, "right" is rare even on questions the KG answers, and a
-    threshold on it that keeps those answered lets most unanswerable questions through.)"""
+    """Two logistic models: `confidence`, the probability that the top answer is right (over all
+    `FEATURES`), and `answerability`, the probability that the KG holds an answer at all (over
+    `ANSWERABILITY_FEATURES`); below `threshold` of the latter the answer is declined.
 
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
+    Why two: where the retriever is often wrong on a KG, "right" is rare even on questions the KG
+    answers, and a threshold on it that keeps those answered lets most unanswerable questions
+    through. Why fewer signals for answerability: whether a question's relation is around its topic
+    is a property of the question and the KG; the ranking's scale and the subgraph's size differ
+    from KG to KG and checkpoint to checkpoint, and with them, calibrated with one KG left out,
+    the left-out KG's answerable questions were declined far more often (bench/abstention.py)."""
+
     right: Logistic
     answerable: Logistic
     threshold: float
     answer_rate: float  # the share of answerable validation questions (topic linked) the threshold keeps answered
     fitted_on: dict = field(default_factory=dict)  # what it was fitted on (counts, sources)
-    features: tuple[str, ...] = FEATURES
 
-    def _standardised(self, features: Mapping[str, float]) -> np.ndarray:
-        return (np.array([features[name] for name in self.features]) - np.array(self.mean)) / np.array(self.scale)
+    def confidence(self, found: Mapping[str, float]) -> float:
+        return self.right(found)
 
-    def confidence(self, features: Mapping[str, float]) -> float:
-        return self.right(self._standardised(features))
-
-    def answerability(self, features: Mapping[str, float]) -> float:
-        return self.answerable(self._standardised(features))
+    def answerability(self, found: Mapping[str, float]) -> float:
+        return self.answerable(found)
 
     def save(self, checkpoint: Path) -> Path:
         path = Path(checkpoint) / CALIBRATION_FILE
@@ -121,32 +145,14 @@ class Calibration:
             return None
         try:
             data = json.loads(path.read_text())
-            features = tuple(data["features"])
-            calibration = Calibration(tuple(data["mean"]), tuple(data["scale"]), *(Logistic(tuple(data[h]["weights"]), float(data[h]["bias"]))
-                                      for h in ("right", "answerable")), float(data["threshold"]), float(data["answer_rate"]),
-                                      data.get("fitted_on", {}), features)
+            heads = [Logistic(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data[h].items()}) for h in ("right", "answerable")]
+            calibration = Calibration(*heads, float(data["threshold"]), float(data["answer_rate"]), data.get("fitted_on", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: not a kgqa calibration ({exc!r})") from None
-        sizes = {len(calibration.mean), len(calibration.scale), len(calibration.right.weights), len(calibration.answerable.weights), len(features)}
-        if not set(features) <= set(FEATURES) or len(sizes) != 1:
-            raise ValueError(f"{path}: features {list(features)} do not match this version's {list(FEATURES)}")
+        for head in heads:
+            if not set(head.features) <= set(FEATURES) or len({len(head.features), len(head.mean), len(head.scale), len(head.weights)}) != 1:
+                raise ValueError(f"{path}: features {list(head.features)} do not match this version's {list(FEATURES)}")
         return calibration
-
-
-def _logistic(z: np.ndarray, y: np.ndarray, l2: float) -> Logistic:
-    """L2-regularised logistic regression by Newton's method (at most 50 steps; the bias is not penalised)."""
-    z = np.hstack([z, np.ones((len(z), 1))])
-    w = np.zeros(z.shape[1])
-    penalty = np.diag([l2 * len(z)] * (z.shape[1] - 1) + [0.0])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-z @ w))
-        gradient = z.T @ (p - y) + penalty @ w
-        hessian = (z * (p * (1 - p))[:, None]).T @ z + penalty + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return Logistic(tuple(w[:-1].tolist()), float(w[-1]))
 
 
 def fit(features: Sequence[Mapping[str, float]], correct: Sequence[bool], answerable: Sequence[bool],
@@ -162,30 +168,27 @@ def fit(features: Sequence[Mapping[str, float]], correct: Sequence[bool], answer
         raise ValueError("calibration needs answerable questions")
     if a.all() or not y.any():
         raise ValueError("calibration needs both right and wrong answers, and questions the KG cannot answer")
-    x = np.array([[f[name] for name in FEATURES] for f in features], dtype=np.float64)
-    mean, scale = x.mean(0), x.std(0)
-    scale[scale < 1e-9] = 1.0
-    z = (x - mean) / scale
-    calibration = Calibration(tuple(mean.tolist()), tuple(scale.tolist()), _logistic(z, y, l2), _logistic(z, a, l2), 0.0, answer_rate, fitted_on or {})
-    kept = np.array([calibration.answerability(f) for f, ok in zip(features, answerable) if ok and f["link_strength"] > 0])
+    right, answerability = Logistic.fit(features, y, FEATURES, l2), Logistic.fit(features, a, ANSWERABILITY_FEATURES, l2)
+    kept = np.array([answerability(f) for f, ok in zip(features, answerable) if ok and f["link_strength"] > 0])
     if not len(kept):
         raise ValueError("calibration needs answerable questions whose topic was linked")
     threshold = float(np.quantile(kept, 1 - answer_rate, method="lower")) if answer_rate < 1 else 0.0
-    return dataclasses.replace(calibration, threshold=threshold)
+    return Calibration(right, answerability, threshold, answer_rate, fitted_on or {})
 
 
 def curve(answerability: Sequence[float], correct: Sequence[bool], answerable: Sequence[bool], linked: Sequence[bool],
           thresholds: Sequence[float]) -> list[dict]:
     """Per threshold: the share of answerable questions answered (coverage; an unlinked question is
-    never answered), Hits@1 among those answered (precision), and the share of unanswerable
-    questions declined."""
-    ok, a = np.array(correct, dtype=bool), np.array(answerable, dtype=bool)
-    c = np.where(np.array(linked, dtype=bool), np.array(answerability), -np.inf)
+    never answered) and of those whose topic was linked, Hits@1 among those answered (precision),
+    and the share of unanswerable questions declined."""
+    ok, a, on = np.array(correct, dtype=bool), np.array(answerable, dtype=bool), np.array(linked, dtype=bool)
+    c = np.where(on, np.array(answerability), -np.inf)
     rows = []
     for t in thresholds:
         answered = c >= t
         rows.append({"threshold": float(t),
                      "coverage": float(answered[a].mean()) if a.any() else None,
+                     "coverage_linked": float(answered[a & on].mean()) if (a & on).any() else None,
                      "precision": float(ok[a & answered].mean()) if (a & answered).any() else None,
                      "declined_unanswerable": float((~answered[~a]).mean()) if (~a).any() else None})
     return rows
