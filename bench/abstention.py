@@ -5,10 +5,11 @@
 
 `collect` asks each KG (the stores of bench/transfer.py, built by its `build` step) two kinds of
 questions with declining off: its own validation questions (answerable; MetaQA's are the bundled
-checkpoint's held-out dev questions) and validation questions of other KGs whose domain it does not
-cover (unanswerable: no pair where one KG could hold the other's facts, such as FB15k-237 and the
-MetaQA movies, or FB15k-237 and Countries). Each answer's confidence signals and whether its top
-candidate was right are kept.
+checkpoint's held-out dev questions, and FB15k-237 also gets real human questions grounded in it by
+bench/ground_freebase.py: generated questions borrow the relations' words, people's do not) and
+validation questions of other KGs whose domain it does not cover (unanswerable: no pair where one
+KG could hold the other's facts, such as FB15k-237 and the MetaQA movies, or FB15k-237 and
+Countries). Each answer's confidence signals and whether its top candidate was right are kept.
 
 `fit` then reports, at the answerability threshold that keeps 97 % of the answerable validation
 questions whose topic was linked answered (kgfr/confidence.py):
@@ -39,7 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transfer import SHARED, STORES  # noqa: E402
 
 ANSWERABLE = 150  # validation questions asked of their own KG
+ANSWERABLE_METAQA = 300  # MetaQA's human-written templates: more of them, 100 per hop
 UNANSWERABLE = 60  # questions of each other KG asked of one
+HUMAN = "freebase-human"  # bench/ground_freebase.py's questions, in the transfer folder
+HOME = {"metaqa": "metaqa", HUMAN: "fb15k237"}  # question sets asked of another set's store
 # KGs whose facts could overlap: their questions are not asked of each other as "unanswerable"
 OVERLAP = [{"metaqa", "metaqa-free", "fb15k237"}, {"fb15k237", "countries"}, {"fb15k237", "nations"}]
 
@@ -55,8 +59,10 @@ def validation_questions(kg: str, transfer: Path, rng: random.Random) -> list[QA
         out = []
         for hop in (1, 2, 3):
             rows = [e for e in read_qa(SHARED / "metaqa" / f"{hop}-hop" / "qa_dev.txt") if e.qid in held]
-            out += rng.sample(rows, ANSWERABLE // 3)
+            out += rng.sample(rows, ANSWERABLE_METAQA // 3)
         return out
+    if kg == HUMAN:
+        return rng.sample(read_qa(transfer / "freebase-grounded.jsonl"), ANSWERABLE)
     _, val_part = split(read_qa(transfer / f"{kg}.jsonl"), 0.2, seed=11)  # the packs' split: never trained on
     return rng.sample(val_part, min(ANSWERABLE, len(val_part)))
 
@@ -69,7 +75,7 @@ def collect(checkpoint: Path, work: Path, transfer: Path) -> None:
     work.mkdir(parents=True, exist_ok=True)
     kgs = [*STORES, "metaqa"]
     rng = random.Random(7)
-    questions = {kg: validation_questions(kg, transfer, rng) for kg in kgs}
+    questions = {kg: validation_questions(kg, transfer, rng) for kg in [*kgs, HUMAN]}
     for target in kgs:
         done = work / f"{target}.json"
         if done.exists():
@@ -77,20 +83,21 @@ def collect(checkpoint: Path, work: Path, transfer: Path) -> None:
         url, name = _store(target)
         rows = []
         with Engine(url, "kgfr", kg=name, checkpoint=checkpoint, decline_below=0.0) as engine:
-            for source in kgs:
-                if source != target and _overlap(source, target):
+            for source in questions:
+                home = HOME.get(source, source)
+                if home != target and _overlap(home, target):
                     continue
-                asked = questions[source] if source == target else random.Random(source + target).sample(questions[source], UNANSWERABLE)
+                asked = questions[source] if home == target else random.Random(source + target).sample(questions[source], UNANSWERABLE)
                 report = evaluate(engine.runner(), engine.store, asked, gold_topics=False, workers=4)
-                rows += [{**r, "target": target, "source": source, "answerable": source == target} for r in report["rows"]]
+                rows += [{**r, "target": target, "source": source, "answerable": home == target} for r in report["rows"]]
                 print(f"{target:12s} ← {source:12s} {len(asked):4d} questions, Hits@1 {np.mean([r['hits1_ranked'] for r in report['rows']]):.3f}", flush=True)
         done.write_text(json.dumps(rows))
 
 
-def _fit(rows: list[dict]):  # type: ignore[no-untyped-def]
+def _fit(rows: list[dict], checkpoint: Path | None = None):  # type: ignore[no-untyped-def]
     return fit([r["signals"] for r in rows], [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows], DEFAULT_ANSWER_RATE,
                fitted_on={"answerable": sum(r["answerable"] for r in rows), "unanswerable": sum(not r["answerable"] for r in rows),
-                          "kgs": sorted({r["target"] for r in rows})})
+                          "kgs": sorted({r["target"] for r in rows}), "question_sets": sorted({r["source"] for r in rows})}, checkpoint=checkpoint)
 
 
 def _judge(calibration, rows: list[dict], thresholds) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -122,7 +129,7 @@ def report(checkpoint: Path, work: Path, save: bool) -> None:
     for row in _judge(calibration, shuffled[half:], sorted({0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, calibration.threshold})):
         mark = " ← chosen" if row["threshold"] == calibration.threshold else ""
         print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}")
-    final = _fit(rows)
+    final = _fit(rows, checkpoint)
     for head in ("right", "answerable"):
         model = getattr(final, head)
         print(f"\n{head} weights (standardised features): " + ", ".join(f"{n} {w:+.2f}" for n, w in zip(model.features, model.weights)))

@@ -132,6 +132,9 @@ def run(work: Path, budget: float, kgs: list[str]) -> None:
         model, _ = load_checkpoint(out, "cpu")
         results[run_name] = {n: _hits(model, p, "cpu") for n, p in packs.items()}
         print(json.dumps({run_name: {n: round(r["all"], 3) for n, r in results[run_name].items()}}), flush=True)
+    if (work / "model-bundle" / "done").exists():
+        model, _ = load_checkpoint(work / "model-bundle", "cpu")
+        results["bundle"] = {n: _hits(model, p, "cpu") for n, p in packs.items()}
     (work / "results.json").write_text(json.dumps(results, indent=2))
     table(results, names)
 
@@ -145,18 +148,21 @@ def bundle(work: Path, budget: float) -> None:
     data = PackedQA.concat([PackedQA.load(work / f"{n}.v2.npz") for n in names])
     train_part, val_part = data.split()
     out = work / "model-bundle"
+    (out / "done").unlink(missing_ok=True)
     init = out if (out / "config.json").exists() else base
     config = TrainConfig(epochs=100, patience=4, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="auto",
                          time_budget=budget * 60, init=str(init), split={"packs": names})
+    started = time.perf_counter()
     train(train_part, val_part, config, out, log=lambda line: print(f"[bundle] {line}", flush=True))
+    (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
 
 
 def table(results: dict, names: list[str]) -> None:
-    print("\n| KG (validation questions) | today's checkpoint | left out (never saw the KG) | in domain (trained on all) |")
-    print("|---|---|---|---|")
+    print("\n| KG (validation questions) | today's checkpoint | left out (never saw the KG) | in domain (trained on all) | new bundled checkpoint |")
+    print("|---|---|---|---|---|")
     for n in names:
         left = results.get(n, {}).get(n, {}).get("all")
-        cells = [results["today"][n]["all"], left, results.get("all", {}).get(n, {}).get("all")]
+        cells = [results["today"][n]["all"], left, results.get("all", {}).get(n, {}).get("all"), results.get("bundle", {}).get(n, {}).get("all")]
         print(f"| {n} | " + " | ".join("—" if c is None else f"{c:.3f}" for c in cells) + " |")
 
 

@@ -131,6 +131,12 @@ def test_calibrate_from_eval_reports_then_ask_declines_below_the_threshold(train
     again = kgqa("eval", str(qa), "--store", url, "--checkpoint", str(mine), "--out", str(tmp / "in-again"))
     assert again.returncode == 0 and "Declining" in (tmp / "in-again" / "eval.md").read_text()
     assert json.loads((tmp / "in-again" / "eval.json").read_text())["groups"]["all"]["answered"] >= 0.95
+    default = json.loads(kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(mine), "--json").stdout)
+    assert 0 < default["trace"]["answerability"] < 1 and 0 < default["confidence"] < 1  # the calibration written is the one used
+    uncalibrated = json.loads(kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt), "--json").stdout)
+    assert uncalibrated["confidence"] is None and uncalibrated["declined"] is None
+    refused_threshold = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt), "--decline-below", "0.5")
+    assert refused_threshold.returncode == 2 and "no calibration" in refused_threshold.stderr
     asked = json.loads(kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(mine), "--decline-below", "1", "--json").stdout)
     assert asked["answers"] == [] and "no answer I trust" in asked["declined"] and asked["evidence"]["candidates"]
     text = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(mine), "--decline-below", "1")
@@ -139,5 +145,9 @@ def test_calibrate_from_eval_reports_then_ask_declines_below_the_threshold(train
     (tmp / "nosignals.json").write_text(json.dumps({"rows": [{"qid": "q1", "signals": {}}]}))
     refused = kgqa("calibrate", "--checkpoint", str(mine), "--answerable", str(tmp / "nosignals.json"))
     assert refused.returncode == 2 and "nosignals.json" in refused.stderr and "Traceback" not in refused.stderr
+    gold = kgqa("eval", str(qa), "--store", url, "--checkpoint", str(mine), "--topics", "gold", "--limit", "5", "--out", str(tmp / "gold"))
+    assert gold.returncode == 0
+    refused_gold = kgqa("calibrate", "--checkpoint", str(mine), "--answerable", str(tmp / "gold"), "--unanswerable", str(tmp / "out"))
+    assert refused_gold.returncode == 2 and "--topics gold" in refused_gold.stderr
     missing = kgqa("calibrate", "--checkpoint", str(tmp / "nowhere"), "--answerable", str(tmp / "in"))
     assert missing.returncode == 2 and "nowhere" in missing.stderr

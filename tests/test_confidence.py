@@ -60,19 +60,24 @@ def test_confidence_is_a_probability_ordered_by_the_signals():
     assert 0.0 < calibration.confidence(low) < calibration.confidence(high) < 1.0
 
 
-def test_a_calibration_survives_its_file_and_a_foreign_one_is_refused_by_name(tmp_path):
+def test_a_calibration_survives_its_file_and_serves_only_the_weights_it_was_fitted_for(tmp_path, caplog):
+    (tmp_path / "model.safetensors").write_bytes(b"weights one")
     features, correct, answerable = _data(200, seed=3)
-    calibration = fit(features, correct, answerable, fitted_on={"kgs": ["toy"]})
+    calibration = fit(features, correct, answerable, fitted_on={"kgs": ["toy"]}, checkpoint=tmp_path)
     calibration.save(tmp_path)
     again = Calibration.load(tmp_path)
     assert again == calibration
     assert again.confidence(features[5]) == calibration.confidence(features[5])
-    assert Calibration.load(tmp_path / "elsewhere") is None
+    assert Calibration.load(tmp_path / "elsewhere") is None  # none: nothing to warn about
+    (tmp_path / "model.safetensors").write_bytes(b"weights two")  # retrained: the calibration no longer fits
+    assert Calibration.load(tmp_path) is None and "other weights" in caplog.text and "kgqa calibrate" in caplog.text
+    (tmp_path / "model.safetensors").write_bytes(b"weights one")
     data = json.loads((tmp_path / "calibration.json").read_text())
-    data["answerable"]["features"] = ["shoe_size", *data["answerable"]["features"][1:]]
-    (tmp_path / "calibration.json").write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="calibration.json"):
-        Calibration.load(tmp_path)
+    for broken in ({**data, "answerable": {**data["answerable"], "features": ["shoe_size", *data["answerable"]["features"][1:]]}},
+                   {**data, "threshold": float("nan")}, {**data, "format": 1}, {"threshold": 0.5}):
+        (tmp_path / "calibration.json").write_text(json.dumps(broken))
+        caplog.clear()
+        assert Calibration.load(tmp_path) is None and "calibration.json ignored" in caplog.text
 
 
 def test_fitting_needs_answerable_questions_and_both_outcomes():
@@ -100,8 +105,12 @@ def test_signals_of_a_ranking():
     fuzzy = signals(scores, 1.0, 0.4, [{"query": "math", "score": 0.89}], 5)
     assert fuzzy["link_strength"] == pytest.approx(0.89) and fuzzy["lone_word_link"] == 1.0
     assert set(no_signal([])) == set(FEATURES) == set(found)
+    assert signals(torch.tensor([float("-inf"), float("nan")]), 1.0, 0.4, topics, 2) == no_signal(topics)  # nothing finite to rank
 
 
-def test_the_relation_probe_masks_what_the_question_names():
+def test_the_relation_probe_masks_what_the_question_names_as_whole_words():
     assert relation_probe("how tall is Tom Hanks", [{"query": "Tom Hanks"}]) == "how tall is something"
     assert relation_probe("who directed Kismet and Heat", [{"query": "Kismet"}, {"query": "Heat"}]) == "who directed something and something"
+    assert relation_probe("which award went toward war films", [{"query": "war"}]) == "which award went toward something films"
+    assert relation_probe("did Tom Hanks act with Tom", [{"query": "Tom"}, {"query": "Tom Hanks"}]) == "did something act with something"
+    assert relation_probe("who directed kismet", [{"query": "Kismet"}]) == "who directed something"  # a given topic's label, other case

@@ -48,7 +48,7 @@ def test_ask_without_an_llm_is_the_kgfr_ranking(engine):
     assert 0.0 <= data["confidence"] <= 1.0 and data["declined"] is None
 
 
-def test_below_the_confidence_threshold_the_answer_is_declined_with_the_closest_evidence(store, engine):
+def test_below_the_answerability_threshold_the_answer_is_declined_with_the_closest_evidence(store, engine):
     answered = engine.ask("who directed Kismet")
     with Engine(store, decline_below=1.0) as strict:  # nothing short of certainty is answered
         declined = strict.ask("who directed Kismet")

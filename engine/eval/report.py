@@ -135,7 +135,7 @@ def write_report(report: dict, out_dir: Path, title: str) -> list[Path]:
                      f"{fmt(g['hits1_answerable_subgraph'])} | {g['answerable_in_kb']} | {fmt(g['hits1_answerable_kb'])} | {fmt(g['linking_accuracy'])} | "
                      f"{g['nodes_mean']:.0f} | {g['edges_mean']:.0f} | {g['seconds_mean']['total']:.3f} |")
     if any(r["confidence"] is not None for r in report["rows"]):
-        lines += ["", "Declining (answers below the confidence threshold are declined):", "",
+        lines += ["", "Declining (answers below the answerability threshold are declined):", "",
                   "| group | answered | Hits@1 when answered | Hits@1 of the ranking |", "|---|---:|---:|---:|"]
         lines += [f"| {name} | {fmt(g['answered'])} | {fmt(g['hits1_answered'])} | {fmt(g['hits1_ranked'])} |" for name, g in report["groups"].items()]
     first = next(iter(report["groups"].values()), None)

@@ -206,6 +206,7 @@ def eval_command(
             task = bar.add_task("questions", total=len(examples))
             report = evaluate(engine.runner(), engine.store, examples, gold_topics=topics == "gold", workers=workers,
                               progress=lambda n: bar.update(task, completed=n))
+        report["topics"] = topics
         written = write_report(report, out_dir, f"kgqa eval ({method}, {topics} topics, KG {engine.store.kg!r})")
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         fail(str(exc))

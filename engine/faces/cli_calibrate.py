@@ -20,6 +20,8 @@ def _rows(paths: list[Path], answerable: bool) -> list[dict]:
             report = json.loads(file.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             fail(f"{file}: not a kgqa eval report ({exc})")
+        if report.get("topics") == "gold":
+            fail(f"{file}: made with --topics gold; calibrate on linked topics, as questions are asked")
         for i, row in enumerate(report.get("rows", [])):
             if not row.get("signals"):
                 fail(f"{file}: row {i} ({row.get('qid')}) has no confidence signals: evaluate with --method kgfr and no --llm")
@@ -45,7 +47,7 @@ def calibrate(
         calibration = fit([{f: r["signals"][f] for f in FEATURES} for r in rows], [r["hits1_ranked"] for r in rows],
                           [r["answerable"] for r in rows], answer_rate,
                           fitted_on={"answerable": sum(r["answerable"] for r in rows), "unanswerable": sum(not r["answerable"] for r in rows),
-                                     "reports": [str(p) for p in [*answerable, *(unanswerable or [])]]})
+                                     "reports": [str(p) for p in [*answerable, *(unanswerable or [])]]}, checkpoint=checkpoint)
     except (ValueError, KeyError) as exc:
         fail(f"cannot calibrate: {exc}")
         return

@@ -20,7 +20,7 @@ class KGFROptions:
         "names the bundled checkpoint was trained on", flags=("--describe-relations/--relation-names",))
     decline_below: float = option(
         -1.0, "Without an LLM: decline when the calibrated probability that the KG holds an answer is below this "
-        "(0: always answer; -1: the checkpoint's threshold, chosen on validation, see kgqa calibrate)", min=-1.0, max=1.0)
+        "(0: answer whenever a topic is linked; below 0: the checkpoint's threshold, chosen on validation, see kgqa calibrate)", min=-1.0, max=1.0)
 
 
 def build(context: MethodContext, options: KGFROptions) -> Runner:

@@ -56,10 +56,10 @@ class KGFRResult:
     subgraph: dict
     seconds: dict[str, float]
     graph: Subgraph | None = field(default=None, repr=False)
-    confidence: float = 0.0
+    confidence: float | None = 0.0  # None: the checkpoint has no calibration
     declined: str | None = None  # why no answer is given, if none is
     signals: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
-    answerability: float = 0.0
+    answerability: float | None = 0.0
 
     def to_answer(self) -> Answer:
         """The common `Answer` form (method "kgfr" without an LLM: the ranking is the answer)."""
@@ -77,8 +77,8 @@ class KGFRResult:
             ),
             trace=Trace(round_trips=self.subgraph.get("round_trips", 0), subgraph=dict(self.subgraph), seconds=dict(self.seconds),
                         fallback=None if self.topics else "no topic entity was linked", linking_candidates=self.linking_candidates,
-                        confidence_signals={k: round(v, 4) for k, v in self.signals.items()}, answerability=round(self.answerability, 4)),
-            graph=self.graph, confidence=round(self.confidence, 4), declined=self.declined,
+                        confidence_signals={k: round(v, 4) for k, v in self.signals.items()}, answerability=_rounded(self.answerability)),
+            graph=self.graph, confidence=_rounded(self.confidence), declined=self.declined,
         )
 
 
@@ -96,6 +96,9 @@ class KGFRAnswerer:
         self.descriptions = descriptions  # relation texts u_r overriding the readable names (KGFR Fig. 2)
         self.calibration = self.scorer.calibration
         # below this answerability the answer is declined: by default the checkpoint's calibrated threshold (none: never)
+        if decline_below is not None and decline_below > 0 and self.calibration is None:
+            raise ValueError(f"decline_below {decline_below}: the checkpoint {self.scorer.checkpoint} has no calibration "
+                             "(calibration.json for its weights) to decline by; run kgqa calibrate first")
         self.decline_below = decline_below if decline_below is not None else (self.calibration.threshold if self.calibration else 0.0)
 
     def answer(self, question: str, topics: list[str] | None = None) -> KGFRResult:
@@ -128,9 +131,9 @@ class KGFRAnswerer:
         declined = None
         if not candidates:
             declined = "the subgraph around the topic entities holds nothing else to answer with"
-        elif answerability < self.decline_below:
-            declined = (f"the KG holds no answer I trust: answerability {answerability:.2f} is below {self.decline_below:.2f}"
-                        f" (closest: {candidates[0].label}, confidence {confidence:.2f})")
+        elif answerability is not None and answerability < self.decline_below:
+            declined = (f"the KG holds no answer I trust: answerability {answerability:.2f} is below the threshold {self.decline_below:.2f}"
+                        f" (closest: {candidates[0].label})")
             answers = []
         seconds["total"] = time.perf_counter() - started
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam,
@@ -138,12 +141,11 @@ class KGFRAnswerer:
         return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg, confidence, declined, found,
                           answerability)
 
-    def confidence(self, found: dict[str, float]) -> tuple[float, float]:
+    def confidence(self, found: dict[str, float]) -> tuple[float | None, float | None]:
         """(confidence, answerability): the calibrated probabilities that the top answer is right and
-        that the KG holds an answer; without a calibration, both are the top answer's softmax
-        probability (not calibrated)."""
+        that the KG holds an answer; (None, None) without a calibration."""
         if self.calibration is None:
-            return found["top_probability"], found["top_probability"]
+            return None, None
         return self.calibration.confidence(found), self.calibration.answerability(found)
 
     def margin_answers(self, candidates: list[Candidate]) -> list[Candidate]:
@@ -180,6 +182,10 @@ class KGFRAnswerer:
             paths = [[fact(e) for e in path] for topic in sg.topics.tolist() if (path := _shortest_path(out_of, heads, tails, node, int(topic)))]
             out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), list(facts.values()), paths))
         return out
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def path_edges(candidates: list[Candidate], limit: int = 5) -> list[list[dict[str, str]]]:

@@ -8,14 +8,17 @@ answerability (does the KG hold an answer?). The threshold on answerability is c
 answerable validation questions so that a given share of them (97 % by default) is still answered;
 below it the answer is declined.
 
-A checkpoint carries its calibration in `calibration.json`; one without it never declines and
-reports its top answer's softmax probability as the confidence.
+A checkpoint carries its calibration in `calibration.json`, tied to its weights by a hash; one
+without it (or after `kgqa train` changed the weights) reports no confidence and never declines.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +27,8 @@ import numpy as np
 import torch
 
 CALIBRATION_FILE = "calibration.json"
+FORMAT = 2  # calibration.json's layout; files of another layout are ignored with a warning
+log = logging.getLogger(__name__)
 FEATURES = ("top_probability", "answer_mass", "gap", "top_logit", "relation_match", "link_strength", "lone_word_link", "log_nodes")
 ANSWERABILITY_FEATURES = ("relation_match", "link_strength", "lone_word_link")  # see Calibration
 DEFAULT_ANSWER_RATE = 0.97
@@ -32,9 +37,11 @@ DEFAULT_ANSWER_RATE = 0.97
 def relation_probe(question: str, topics: Sequence[Mapping]) -> str:
     """The question with its topic mentions replaced by "something": what it asks, not whom it names
     ("how tall is Tom Hanks" → "how tall is something" reads like no relation of a film KG)."""
-    for topic in topics:
-        question = question.replace(str(topic["query"]), "something")
-    return question
+    names = sorted({str(t["query"]) for t in topics if str(t["query"]).strip()}, key=len, reverse=True)  # "Tom Hanks" before "Tom"
+    if not names:
+        return question
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.IGNORECASE)
+    return pattern.sub("something", question)
 
 
 def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: Sequence[Mapping], nodes: int) -> dict[str, float]:
@@ -46,7 +53,7 @@ def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: 
     top = torch.topk(finite, min(2, finite.numel())).values
     probabilities = torch.softmax(finite, 0)
     gap = float(top[0] - top[1]) if top.numel() > 1 else 20.0
-    return {
+    found = {
         "top_probability": float(probabilities.max()),
         "answer_mass": float(probabilities[finite >= top[0] - margin].sum()),
         "gap": min(gap, 20.0),
@@ -55,6 +62,7 @@ def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: 
         **_link_signals(topics),
         "log_nodes": math.log1p(nodes),
     }
+    return found if all(math.isfinite(v) for v in found.values()) else no_signal(topics)
 
 
 def no_signal(topics: Sequence[Mapping]) -> dict[str, float]:
@@ -124,6 +132,8 @@ class Calibration:
     threshold: float
     answer_rate: float  # the share of answerable validation questions (topic linked) the threshold keeps answered
     fitted_on: dict = field(default_factory=dict)  # what it was fitted on (counts, sources)
+    weights_digest: str = ""  # model_digest() of the checkpoint it was fitted for: other weights ignore it
+    format: int = FORMAT
 
     def confidence(self, found: Mapping[str, float]) -> float:
         return self.right(found)
@@ -138,42 +148,58 @@ class Calibration:
 
     @staticmethod
     def load(checkpoint: Path) -> "Calibration | None":
-        """The checkpoint's calibration, or None where it has none. A file that does not fit this
-        code's features raises ValueError naming the file."""
+        """The checkpoint's calibration, or None where it has none or where it cannot serve this
+        checkpoint (another layout, other weights, a threshold that is no probability): then a
+        warning names the file and says to run `kgqa calibrate`, and nothing is declined."""
         path = Path(checkpoint) / CALIBRATION_FILE
         if not path.exists():
             return None
         try:
             data = json.loads(path.read_text())
+            if data.get("format") != FORMAT:
+                raise ValueError(f"layout {data.get('format')!r}, this version reads {FORMAT}")
             heads = [Logistic(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data[h].items()}) for h in ("right", "answerable")]
-            calibration = Calibration(*heads, float(data["threshold"]), float(data["answer_rate"]), data.get("fitted_on", {}))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}: not a kgqa calibration ({exc!r})") from None
-        for head in heads:
-            if not set(head.features) <= set(FEATURES) or len({len(head.features), len(head.mean), len(head.scale), len(head.weights)}) != 1:
-                raise ValueError(f"{path}: features {list(head.features)} do not match this version's {list(FEATURES)}")
+            calibration = Calibration(*heads, float(data["threshold"]), float(data["answer_rate"]), data.get("fitted_on", {}),
+                                      str(data.get("weights_digest", "")))
+            for head in heads:
+                if not set(head.features) <= set(FEATURES) or len({len(head.features), len(head.mean), len(head.scale), len(head.weights)}) != 1:
+                    raise ValueError(f"features {list(head.features)} do not match this version's {list(FEATURES)}")
+            if not 0.0 <= calibration.threshold <= 1.0:
+                raise ValueError(f"threshold {calibration.threshold} is not in [0, 1]")
+            if calibration.weights_digest != model_digest(checkpoint):
+                raise ValueError("it was fitted for other weights")
+        except (KeyError, TypeError, ValueError) as exc:  # json's decode error is a ValueError
+            log.warning("%s ignored (%s): nothing is declined; run kgqa calibrate for this checkpoint", path, exc)
+            return None
         return calibration
 
 
+def model_digest(checkpoint: Path) -> str:
+    """A short hash of the checkpoint's weights file, which ties a calibration to them."""
+    weights = Path(checkpoint) / "model.safetensors"
+    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.exists() else ""
+
+
 def fit(features: Sequence[Mapping[str, float]], correct: Sequence[bool], answerable: Sequence[bool],
-        answer_rate: float = DEFAULT_ANSWER_RATE, l2: float = 1e-2, fitted_on: dict | None = None) -> Calibration:
-    """Fit both models: "the top answer is right" (questions the KG cannot answer never are) and "the
-    KG holds an answer". The threshold on the latter keeps `answer_rate` of the answerable questions
-    whose topic was linked answered (an unlinked question is declined whatever the threshold)."""
+        answer_rate: float = DEFAULT_ANSWER_RATE, l2: float = 1e-2, fitted_on: dict | None = None, checkpoint: Path | None = None) -> Calibration:
+    """Fit both models on the questions whose topic was linked (the others are declined whatever the
+    models say, and their made-up signals would skew the fit): "the top answer is right" (questions
+    the KG cannot answer never are) and "the KG holds an answer". The threshold on the latter keeps
+    `answer_rate` of the answerable ones answered. `checkpoint`: the one the signals came from."""
     if not 0 < answer_rate <= 1:
         raise ValueError(f"answer_rate must be in (0, 1], got {answer_rate}")
+    linked = [i for i, f in enumerate(features) if f["link_strength"] > 0]
+    features, correct, answerable = [features[i] for i in linked], [correct[i] for i in linked], [answerable[i] for i in linked]
     a = np.array(answerable, dtype=np.float64)
     y = np.array(correct, dtype=np.float64) * a
     if not a.any():
-        raise ValueError("calibration needs answerable questions")
+        raise ValueError("calibration needs answerable questions whose topic was linked")
     if a.all() or not y.any():
         raise ValueError("calibration needs both right and wrong answers, and questions the KG cannot answer")
     right, answerability = Logistic.fit(features, y, FEATURES, l2), Logistic.fit(features, a, ANSWERABILITY_FEATURES, l2)
-    kept = np.array([answerability(f) for f, ok in zip(features, answerable) if ok and f["link_strength"] > 0])
-    if not len(kept):
-        raise ValueError("calibration needs answerable questions whose topic was linked")
+    kept = np.array([answerability(f) for f, ok in zip(features, answerable) if ok])
     threshold = float(np.quantile(kept, 1 - answer_rate, method="lower")) if answer_rate < 1 else 0.0
-    return Calibration(right, answerability, threshold, answer_rate, fitted_on or {})
+    return Calibration(right, answerability, threshold, answer_rate, fitted_on or {}, model_digest(checkpoint) if checkpoint else "")
 
 
 def curve(answerability: Sequence[float], correct: Sequence[bool], answerable: Sequence[bool], linked: Sequence[bool],

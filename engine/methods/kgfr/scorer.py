@@ -52,7 +52,7 @@ class Scored:
     scores: torch.Tensor  # (N,)
     alpha_max: torch.Tensor  # (2E,)
     batch_size: int  # how many questions were scored together (in one model call or, on CPU, a few)
-    relation_match: float = 0.0  # the best cosine between the question's relation probe and a relation text of the subgraph
+    relation_match: float = -1.0  # the best cosine between the question's relation probe and a relation text of the subgraph
 
 
 def edge_arrays(sg: Subgraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,8 +174,10 @@ class KGFRScorer:
     def _forward(self, requests: list[_Request]) -> list[Scored]:
         graphs = [r.sg for r in requests]
         # not cached: a service sees each question once
-        vectors = self.encoder.encode_bulk([r.question for r in requests] + [r.probe for r in requests])
-        questions, probes = vectors[:len(requests)], vectors[len(requests):]
+        texts = list(dict.fromkeys([r.question for r in requests] + [r.probe for r in requests]))  # a probe is often its question
+        vectors = self.encoder.encode_bulk(texts)
+        row = {text: i for i, text in enumerate(texts)}
+        questions, probes = vectors[[row[r.question] for r in requests]], vectors[[row[r.probe] for r in requests]]
         out: list[Scored] = []
         for run in runs_within([2 * sg.num_edges for sg in graphs], self.edge_budget):
             out += self._model_call([graphs[i] for i in run], questions[run.start:run.stop], probes[run.start:run.stop],
