@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pyoxigraph as ox
 import pytest
 import torch
 

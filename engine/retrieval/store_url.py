@@ -36,7 +36,6 @@ def embedded_path(url: str) -> Path | None:
 
 
 def _unsupported(url: str) -> str:
-    scheme = url.split(":", 1)[0] if ":" in url else url
     return (
         f"store {url!r} is not a store URL; use oxigraph:///absolute/path, oxigraph://relative/path, "
         "oxigraph+http://host:port, sparql+http://host:port/path or bolt://host:port"
