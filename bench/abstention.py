@@ -42,7 +42,7 @@ from transfer import SHARED, STORES  # noqa: E402
 ANSWERABLE = 150  # validation questions asked of their own KG
 ANSWERABLE_METAQA = 300  # MetaQA's human-written templates: more of them, 100 per hop
 UNANSWERABLE = 60  # questions of each other KG asked of one
-HUMAN = "freebase-human"  # bench/ground_freebase.py's questions, in the transfer folder
+HUMAN = "freebase-human"  # bench/ground_freebase.py's questions, WORK/freebase-human.jsonl in the transfer folder
 HOME = {"metaqa": "metaqa", HUMAN: "fb15k237"}  # question sets asked of another set's store
 # KGs whose facts could overlap: their questions are not asked of each other as "unanswerable"
 OVERLAP = [{"metaqa", "metaqa-free", "fb15k237"}, {"fb15k237", "countries"}, {"fb15k237", "nations"}]
@@ -61,8 +61,9 @@ def validation_questions(kg: str, transfer: Path, rng: random.Random) -> list[QA
             rows = [e for e in read_qa(SHARED / "metaqa" / f"{hop}-hop" / "qa_dev.txt") if e.qid in held]
             out += rng.sample(rows, ANSWERABLE_METAQA // 3)
         return out
-    if kg == HUMAN:
-        return rng.sample(read_qa(transfer / "freebase-grounded.jsonl"), ANSWERABLE)
+    if kg == HUMAN:  # the part bench/transfer.py holds out of training
+        _, val_part = split(read_qa(transfer / f"{HUMAN}.jsonl"), 0.2, seed=11)
+        return rng.sample(val_part, min(ANSWERABLE, len(val_part)))
     _, val_part = split(read_qa(transfer / f"{kg}.jsonl"), 0.2, seed=11)  # the packs' split: never trained on
     return rng.sample(val_part, min(ANSWERABLE, len(val_part)))
 

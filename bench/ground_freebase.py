@@ -1,6 +1,6 @@
 """Real human Freebase questions that can be asked of FB15k-237, as JSONL for `kgqa eval` and `kgqa train`.
 
-    python bench/ground_freebase.py --out /tmp/transfer/freebase-grounded.jsonl
+    python bench/ground_freebase.py --out /tmp/transfer/freebase-human.jsonl   # where bench/transfer.py and bench/abstention.py look
 
 Reads the question sets in shared/data/freebase_kgqa_questions (LMP's SimpleQuestions, WebQuestions, CWQ
 and GrailQA; GraSP's WebQSP and CWQ; not GraSP's IKGWQ, whose answers are post-2017 facts) and keeps a

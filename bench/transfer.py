@@ -15,8 +15,10 @@ started from it is validated on a question it trained on.
 It then prints one table: Hits@1 on each KG's validation questions for today's checkpoint, the
 model that never saw X (left out), and the model trained on all (in domain).
 
-`bundle` trains the checkpoint that replaces the bundled one: every KG's training part and a larger
-sample of MetaQA dev (METAQA_BUNDLE per hop from the bundled checkpoint's training part), starting
+`bundle` trains the checkpoint that replaces the bundled one: every KG's training part, the training
+part of the human Freebase questions grounded in FB15k-237 where `build` packed them (from
+WORK/freebase-human.jsonl, written by bench/ground_freebase.py), and a larger sample of MetaQA dev
+(METAQA_BUNDLE per hop from the bundled checkpoint's training part), starting
 from today's checkpoint, written to WORK/model-bundle (run it again with a new budget to go on).
 """
 
@@ -53,6 +55,7 @@ STORES = {
 }
 LEFT_OUT = ("fb15k237", "umls", "countries", "metaqa-free")
 METAQA_PER_HOP = (600, 200)  # MetaQA dev questions per hop: training, validation
+HUMAN = "freebase-human"  # real questions grounded in FB15k-237 (bench/ground_freebase.py), packed when present
 METAQA_BUNDLE = (4000, 200)  # the same for the checkpoint to bundle: more MetaQA so that it keeps its MetaQA Hits@1
 
 
@@ -90,6 +93,12 @@ def build(work: Path, only: list[str] | None) -> None:
                    {"questions": str(questions), "split": "80/20, seed 11"})
     if not only or "metaqa" in only:
         _pack_metaqa("metaqa", METAQA_PER_HOP, work, base, encoder)
+    human = work / f"{HUMAN}.jsonl"  # bench/ground_freebase.py --out WORK/freebase-human.jsonl
+    if (not only or HUMAN in only) and human.exists():
+        url, kg, _, _, hops = STORES["fb15k237"]
+        train_part, val_part = split(read_qa(human), 0.2, seed=11)
+        _pack_both(HUMAN, open_store(url, kg), train_part + val_part, [False] * len(train_part) + [True] * len(val_part), hops, work, encoder,
+                   {"questions": str(human), "split": "80/20, seed 11"})
 
 
 def _pack_metaqa(name: str, per_hop: tuple[int, int], work: Path, base: Path, encoder: TextEncoder) -> None:
@@ -144,7 +153,7 @@ def bundle(work: Path, budget: float) -> None:
     base = _today(work)
     if not (work / "metaqa-bundle.v2.npz").exists():
         _pack_metaqa("metaqa-bundle", METAQA_BUNDLE, work, base, TextEncoder())
-    names = [n for n in STORES] + ["metaqa-bundle"]
+    names = [n for n in STORES] + ["metaqa-bundle"] + ([HUMAN] if (work / f"{HUMAN}.v2.npz").exists() else [])
     data = PackedQA.concat([PackedQA.load(work / f"{n}.v2.npz") for n in names])
     train_part, val_part = data.split()
     out = work / "model-bundle"
