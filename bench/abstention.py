@@ -33,7 +33,7 @@ import numpy as np
 from kgqa.eval.report import evaluate
 from kgqa.faces.sdk import Engine
 from kgqa.loaders.qa import QAExample, read_qa, split
-from kgqa.methods.kgfr.confidence import DEFAULT_ANSWER_RATE, FEATURES, curve, fit
+from kgqa.methods.kgfr.confidence import DEFAULT_ANSWER_RATE, FEATURES, curve_table, fit_rows, judge_rows
 from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -96,14 +96,8 @@ def collect(checkpoint: Path, work: Path, transfer: Path) -> None:
 
 
 def _fit(rows: list[dict], checkpoint: Path | None = None):  # type: ignore[no-untyped-def]
-    return fit([r["signals"] for r in rows], [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows], DEFAULT_ANSWER_RATE,
-               fitted_on={"answerable": sum(r["answerable"] for r in rows), "unanswerable": sum(not r["answerable"] for r in rows),
-                          "kgs": sorted({r["target"] for r in rows}), "question_sets": sorted({r["source"] for r in rows})}, checkpoint=checkpoint)
-
-
-def _judge(calibration, rows: list[dict], thresholds) -> list[dict]:  # type: ignore[no-untyped-def]
-    return curve([calibration.answerability(r["signals"]) for r in rows], [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows],
-                 [r["signals"]["link_strength"] > 0 for r in rows], thresholds)
+    return fit_rows(rows, DEFAULT_ANSWER_RATE, {"kgs": sorted({r["target"] for r in rows}), "question_sets": sorted({r["source"] for r in rows})},
+                    checkpoint)
 
 
 def report(checkpoint: Path, work: Path, save: bool) -> None:
@@ -118,7 +112,7 @@ def report(checkpoint: Path, work: Path, save: bool) -> None:
     for kg in kgs:
         inside = [r for r in rows if r["target"] == kg]
         calibration = _fit([r for r in rows if r["target"] != kg])
-        row = _judge(calibration, inside, [calibration.threshold])[0]
+        row = judge_rows(calibration, inside, [calibration.threshold])[0]
         ranked = np.mean([r["hits1_ranked"] for r in inside if r["answerable"]])
         print(f"| {kg} | {sum(r['answerable'] for r in inside)} | {sum(not r['answerable'] for r in inside)} | {calibration.threshold:.3f} | "
               f"{fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {ranked:.3f} | {fmt(row['declined_unanswerable'])} |")
@@ -126,10 +120,7 @@ def report(checkpoint: Path, work: Path, save: bool) -> None:
     half = len(shuffled) // 2
     calibration = _fit(shuffled[:half])
     print(f"\nHalves (fitted on {half} questions, judged on the other {len(rows) - half}); chosen threshold {calibration.threshold:.3f}:\n")
-    print("| answerability threshold | answerable answered | of those linked | Hits@1 when answered | unanswerable declined |\n|---:|---:|---:|---:|---:|")
-    for row in _judge(calibration, shuffled[half:], sorted({0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, calibration.threshold})):
-        mark = " ← chosen" if row["threshold"] == calibration.threshold else ""
-        print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}")
+    print(curve_table(calibration, shuffled[half:]))
     final = _fit(rows, checkpoint)
     for head in ("right", "answerable"):
         model = getattr(final, head)

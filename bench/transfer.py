@@ -87,18 +87,20 @@ def build(work: Path, only: list[str] | None) -> None:
         questions = work / f"{name}.jsonl"
         if not questions.exists():
             write_jsonl(synthesise(store, count, seed=11, hops=lengths), questions)
-        examples = read_qa(questions)
-        train_part, val_part = split(examples, 0.2, seed=11)
-        _pack_both(name, store, train_part + val_part, [False] * len(train_part) + [True] * len(val_part), hops, work, encoder,
-                   {"questions": str(questions), "split": "80/20, seed 11"})
+        _pack_split(name, store, questions, hops, work, encoder)
     if not only or "metaqa" in only:
         _pack_metaqa("metaqa", METAQA_PER_HOP, work, base, encoder)
     human = work / f"{HUMAN}.jsonl"  # bench/ground_freebase.py --out WORK/freebase-human.jsonl
     if (not only or HUMAN in only) and human.exists():
         url, kg, _, _, hops = STORES["fb15k237"]
-        train_part, val_part = split(read_qa(human), 0.2, seed=11)
-        _pack_both(HUMAN, open_store(url, kg), train_part + val_part, [False] * len(train_part) + [True] * len(val_part), hops, work, encoder,
-                   {"questions": str(human), "split": "80/20, seed 11"})
+        _pack_split(HUMAN, open_store(url, kg), human, hops, work, encoder)
+
+
+def _pack_split(name: str, store, questions: Path, hops: int, work: Path, encoder: TextEncoder) -> None:  # type: ignore[no-untyped-def]
+    """A JSONL file's questions split 80/20 (seed 11: what bench/abstention.py holds out too), packed."""
+    train_part, val_part = split(read_qa(questions), 0.2, seed=11)
+    _pack_both(name, store, train_part + val_part, [False] * len(train_part) + [True] * len(val_part), hops, work, encoder,
+               {"questions": str(questions), "split": "80/20, seed 11"})
 
 
 def _pack_metaqa(name: str, per_hop: tuple[int, int], work: Path, base: Path, encoder: TextEncoder) -> None:

@@ -38,28 +38,17 @@ def calibrate(
     """Fit the confidence of KGFR answers and their answerability (logistic models over a few signals)
     and choose the answerability threshold below which `kgqa ask`/the service decline. Make the reports with
     `kgqa eval FILE --checkpoint DIR --decline-below 0 --out REPORT`."""
-    from kgqa.methods.kgfr.confidence import FEATURES, curve, fit
+    from kgqa.methods.kgfr.confidence import curve_table, fit_rows
 
     if not (checkpoint / "config.json").exists():
         fail(f"--checkpoint {checkpoint}: no KGFR checkpoint there (config.json missing)")
     rows = _rows(answerable, True) + _rows(unanswerable or [], False)
     try:
-        calibration = fit([{f: r["signals"][f] for f in FEATURES} for r in rows], [r["hits1_ranked"] for r in rows],
-                          [r["answerable"] for r in rows], answer_rate,
-                          fitted_on={"answerable": sum(r["answerable"] for r in rows), "unanswerable": sum(not r["answerable"] for r in rows),
-                                     "reports": [str(p) for p in [*answerable, *(unanswerable or [])]]}, checkpoint=checkpoint)
+        calibration = fit_rows(rows, answer_rate, {"reports": [str(p) for p in [*answerable, *(unanswerable or [])]]}, checkpoint)
     except (ValueError, KeyError) as exc:
         fail(f"cannot calibrate: {exc}")
         return
-    answerability = [calibration.answerability(r["signals"]) for r in rows]
-    out.print("| answerability threshold | answerable answered | of those linked | Hits@1 when answered | unanswerable declined |\n|---:|---:|---:|---:|---:|",
-              highlight=False)
-    fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
-    for row in curve(answerability, [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows], [r["signals"]["link_strength"] > 0 for r in rows],
-                     sorted({0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, calibration.threshold})):
-        mark = " ← chosen" if row["threshold"] == calibration.threshold else ""
-        out.print(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {fmt(row['declined_unanswerable'])} |{mark}",
-                  highlight=False)
+    out.print(curve_table(calibration, rows), highlight=False, markup=False)
     written = calibration.save(checkpoint)
     out.print(f"threshold {calibration.threshold:.3f} keeps {answer_rate:.0%} of the answerable questions whose topic was linked answered "
               f"(measured on the questions it was fitted on); wrote {written}")

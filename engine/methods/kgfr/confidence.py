@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 FEATURES = ("top_probability", "answer_mass", "gap", "top_logit", "relation_match", "link_strength", "lone_word_link", "log_nodes")
 ANSWERABILITY_FEATURES = ("relation_match", "link_strength", "lone_word_link")  # see Calibration
 DEFAULT_ANSWER_RATE = 0.97
+CURVE_THRESHOLDS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # answerability thresholds a curve is shown at
 
 
 def relation_probe(question: str, topics: Sequence[Mapping]) -> str:
@@ -218,3 +219,30 @@ def curve(answerability: Sequence[float], correct: Sequence[bool], answerable: S
                      "precision": float(ok[a & answered].mean()) if (a & answered).any() else None,
                      "declined_unanswerable": float((~answered[~a]).mean()) if (~a).any() else None})
     return rows
+
+
+def fit_rows(rows: Sequence[Mapping], answer_rate: float = DEFAULT_ANSWER_RATE, fitted_on: dict | None = None,
+             checkpoint: Path | None = None) -> Calibration:
+    """`fit` on `kgqa eval` rows (their "signals" and "hits1_ranked"), each marked "answerable";
+    `fitted_on` gains how many of each there were."""
+    counts = {"answerable": sum(bool(r["answerable"]) for r in rows), "unanswerable": sum(not r["answerable"] for r in rows)}
+    return fit([r["signals"] for r in rows], [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows], answer_rate,
+               fitted_on={**counts, **(fitted_on or {})}, checkpoint=checkpoint)
+
+
+def judge_rows(calibration: Calibration, rows: Sequence[Mapping], thresholds: Sequence[float]) -> list[dict]:
+    """`curve` of a calibration on `kgqa eval` rows marked "answerable"."""
+    return curve([calibration.answerability(r["signals"]) for r in rows], [r["hits1_ranked"] for r in rows], [r["answerable"] for r in rows],
+                 [r["signals"]["link_strength"] > 0 for r in rows], thresholds)
+
+
+def curve_table(calibration: Calibration, rows: Sequence[Mapping]) -> str:
+    """The coverage / precision curve on `rows` as a Markdown table, the chosen threshold marked."""
+    fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
+    lines = ["| answerability threshold | answerable answered | of those linked | Hits@1 when answered | unanswerable declined |",
+             "|---:|---:|---:|---:|---:|"]
+    for row in judge_rows(calibration, rows, sorted({*CURVE_THRESHOLDS, calibration.threshold})):
+        mark = " ← chosen" if row["threshold"] == calibration.threshold else ""
+        lines.append(f"| {row['threshold']:.3f} | {fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | "
+                     f"{fmt(row['declined_unanswerable'])} |{mark}")
+    return "\n".join(lines)
