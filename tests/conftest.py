@@ -77,6 +77,15 @@ def demo_kg(demo_file) -> tuple[EmbeddedStore, list[tuple[str, str, str]]]:
 
 
 @pytest.fixture(scope="session")
+def metaqa_full() -> tuple[EmbeddedStore, list[tuple[str, str, str]]]:
+    """The full MetaQA KB (../shared/data) in an in-memory embedded store, loaded once per run."""
+    kb = shared_data("metaqa", "kb_reconstructed.txt")
+    writer = EmbeddedWriter.open(None, "metaqa")
+    load_file(writer, kb)
+    return writer.reader(), read_metaqa_triples(kb, "metaqa")
+
+
+@pytest.fixture(scope="session")
 def virtuoso_server(tmp_path_factory):
     """A real Virtuoso 7 (Debian's package, installed on first use) on loopback ports."""
     with VirtuosoServer(tmp_path_factory.mktemp("virtuoso")) as server:

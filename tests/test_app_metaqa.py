@@ -9,18 +9,14 @@ import re
 import pytest
 
 from kgqa import retrieve
-from kgqa.loaders import load_file
-from kgqa.sparql.embedded import EmbeddedWriter
-from conftest import read_metaqa_triples, shared_data
+from conftest import shared_data
 from reference_app import index_groups, reference_app
 
 
 @pytest.fixture(scope="module")
-def metaqa():
-    kb = shared_data("metaqa", "kb_reconstructed.txt")
-    writer = EmbeddedWriter.open(None, "metaqa")
-    load_file(writer, kb)
-    return writer.reader(), index_groups(read_metaqa_triples(kb, "metaqa"))
+def metaqa(metaqa_full):
+    store, triples = metaqa_full
+    return store, index_groups(triples)
 
 
 def _dev_topic_sets(n: int) -> list[list[str]]:

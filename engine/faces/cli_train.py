@@ -1,4 +1,4 @@
-"""`kgqa train`: the KGFR scorer on QA pairs over a store (or from a pack made elsewhere)."""
+"""`kgqa train`: the KGFR scorer or the RAPL retriever on QA pairs over a store (or from a pack made elsewhere)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,21 @@ def train(
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
     time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it, and stop one that runs past it (then validate)")] = None,
     cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
+    method: Annotated[str, typer.Option("--method", help="kgfr (the KGFR scorer) | rapl (the RAPL path retriever)")] = "kgfr",
+    rationaliser: Annotated[str, typer.Option("--rationaliser", help="rapl: who picks the rational paths for labels: encoder (here, no LLM) | llm (with --llm) | shortest")] = "encoder",
+    llm: Annotated[Optional[str], typer.Option("--llm", help="rapl with --rationaliser llm: gemma3-270m | local:PATH | http://host/v1?model=NAME | openai:MODEL")] = None,
+    lookahead: Annotated[bool, typer.Option("--lookahead/--no-lookahead", help="rapl: the GCN on the reversed line graph (eq. 10)")] = True,
 ) -> None:
     """Train the KGFR scorer (eq. 9) on QA pairs over a store; early stopping on validation Hits@1.
 
     Two steps when the GPU is elsewhere: `--pack-out data.npz` where the store is, then
     `kgqa train --pack data.npz --out DIR` on the GPU machine."""
+    if method not in ("kgfr", "rapl"):
+        fail(f"--method must be kgfr or rapl, not {method!r}")
+    if method == "rapl":
+        _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, patience, lr, batch_size,
+                    device, time_budget, cache_dir, rationaliser, llm, lookahead)
+        return
     from kgqa.methods.kgfr.pack import PackedQA
     from kgqa.methods.kgfr.train import TrainConfig, train as run_training
 
@@ -87,6 +97,78 @@ def train(
         fail(str(exc))
         return
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
+
+
+def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, patience, lr, batch_size,  # type: ignore[no-untyped-def]
+                device, time_budget, cache_dir, rationaliser, llm, lookahead) -> None:
+    """RAPL: QA files → APP subgraphs → line graphs + rationalised labels (a pack) → the retriever."""
+    from kgqa.methods.rapl.data import RAPLPack
+    from kgqa.methods.rapl.train import RAPLTrainConfig, train as run_training
+
+    if pack_in and qa:
+        fail("give QA files (with a store) or --pack FILE, not both")
+    if not pack_in and not qa:
+        fail("nothing to train on: give QA files (with a store) or --pack FILE")
+    if pack_in and len(pack_in) > 1:
+        fail("rapl trains from one --pack")
+    if out_dir is None and pack_out is None:
+        fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
+    try:
+        if pack_in:
+            data = RAPLPack.load(pack_in[0])
+        else:
+            data = _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser, llm, pack_out)
+        if out_dir is None:
+            return
+        config = RAPLTrainConfig(lookahead=lookahead, lr=lr, batch_size=batch_size, epochs=epochs, patience=patience, seed=seed, device=device,
+                                 time_budget=time_budget * 60 if time_budget else None, init=str(init) if init else None, split=json.loads(data.meta))
+        with progress_bar("training", 1) as bar:
+            task = bar.add_task("epoch 1", total=1)
+
+            def progress(epoch: int, step: int, total: int) -> None:
+                bar.update(task, description=f"epoch {epoch}", completed=step, total=total)
+
+            result = run_training(data, config, out_dir, log=lambda line: err.print(line, highlight=False), progress=progress)
+    except (KGQAError, ValueError, OSError) as exc:
+        fail(str(exc))
+        return
+    out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
+
+
+def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser_name, llm, pack_out):  # type: ignore[no-untyped-def]
+    import random
+
+    from kgqa.llm.spec import open_llm
+    from kgqa.loaders.qa import read_qa, split
+    from kgqa.methods.kgfr.data import prepare
+    from kgqa.methods.rapl.data import build_pack
+    from kgqa.methods.rapl.rationalise import rationaliser
+    from kgqa.retrieval.text import TextEncoder
+
+    graph_store = open_store(store or default_store_url(), kg)
+    encoder = TextEncoder()
+    chooser = rationaliser(rationaliser_name, encoder, open_llm(llm) if llm else None)
+    examples = []
+    for i, path in enumerate(qa):
+        rows = read_qa(path)
+        examples += random.Random(seed + i).sample(rows, max_per_hop) if max_per_hop and len(rows) > max_per_hop else rows
+    train_set, val_set = split(examples, validation, seed)
+    with progress_bar("subgraphs", len(examples)) as bar:
+        task = bar.add_task("subgraphs", total=len(examples))
+        prepared = prepare(graph_store, train_set + val_set, hops, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n))
+    meta = {"kg": graph_store.kg, "files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
+            "hops": hops, "lambda": 100, "validation_qids": [e.qid for e in val_set]}
+    log = pack_out.with_suffix(".labels.jsonl") if pack_out else cache_dir / "rapl-labels.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with progress_bar("labels", len(prepared)) as bar:
+        task = bar.add_task("line graphs + labels", total=len(prepared))
+        data = build_pack(prepared, encoder, chooser, [False] * len(train_set) + [True] * len(val_set), meta, log,
+                          progress=lambda n: bar.update(task, completed=n))
+    found = json.loads(data.meta)
+    err.print(f"rapl pack: {found['questions']:,} questions, {found['labelled']:,} with a rational path (labelling log: {log})", highlight=False)
+    if pack_out is not None:
+        data.save(pack_out)
+    return data
 
 
 def _pack_questions(qa: list[Path], store: str | None, kg: str | None, max_per_hop: int | None, validation: float, seed: int, cache_dir: Path,

@@ -5,11 +5,13 @@ A method is added by its folder (a `Method` in its `__init__.py`) and one line b
 from kgqa.methods.kgfr import METHOD as KGFR
 from kgqa.methods.llm_only import COT_METHOD as LLM_ONLY_COT, IO_METHOD as LLM_ONLY
 from kgqa.methods.lmp import METHOD as LMP
+from kgqa.methods.rapl import METHOD as RAPL
 from kgqa.methods.registry import Method, MethodContext, Registry, Runner
 
 REGISTRY = Registry([
     KGFR,
     LMP,
+    RAPL,
     LLM_ONLY,
     LLM_ONLY_COT,
 ])

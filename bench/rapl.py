@@ -1,0 +1,111 @@
+"""RAPL on MetaQA: build the training pack of the bundled checkpoint, train it (and the ablations),
+and print their validation tables.
+
+    python bench/rapl.py pack  --work /tmp/rapl [--rationaliser encoder|shortest]
+    python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--budget MIN]
+    python bench/rapl.py table --work /tmp/rapl
+
+The split is the bundled KGFR checkpoint's: its MetaQA dev validation questions stay out of training;
+training takes 4,000 questions per hop of the rest (seed 11) and 200 per hop of the validation part
+are the pack's validation set — the same questions as bench/transfer.py's metaqa-bundle pack, so its
+retrieved subgraphs are reused from WORK/../transfer/cache when present. `kgqa eval --method rapl`
+on the whole validation part gives the final numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+PER_HOP = (4000, 200)
+STORE = ("oxigraph:///tmp/metaqa-store", "metaqa")
+
+
+def _questions(base: Path):  # type: ignore[no-untyped-def]
+    from kgqa.loaders.qa import read_qa
+
+    held = set(json.loads((base / "config.json").read_text())["train"]["split"]["validation_qids"])
+    rng = random.Random(11)
+    chosen, validation = [], []
+    for hop in (1, 2, 3):
+        rows = read_qa(SHARED / "metaqa" / f"{hop}-hop" / "qa_dev.txt")
+        trained = [e for e in rows if e.qid not in held]
+        kept = [e for e in rows if e.qid in held]
+        chosen += rng.sample(trained, PER_HOP[0]) + rng.sample(kept, PER_HOP[1])
+        validation += [False] * PER_HOP[0] + [True] * PER_HOP[1]
+    return chosen, validation
+
+
+def pack(work: Path, rationaliser_name: str, cache: Path) -> None:
+    from kgqa.methods.kgfr.data import prepare
+    from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
+    from kgqa.methods.rapl.data import build_pack
+    from kgqa.methods.rapl.rationalise import rationaliser
+    from kgqa.retrieval.store_url import open_store
+    from kgqa.retrieval.text import TextEncoder
+
+    work.mkdir(parents=True, exist_ok=True)
+    base = cache.parent / "today-checkpoint" if (cache.parent / "today-checkpoint").exists() else BUNDLED_CHECKPOINT
+    chosen, validation = _questions(base)
+    prepared = prepare(open_store(*STORE), chosen, 3, 100, cache_dir=cache)
+    encoder = TextEncoder()
+    meta = {"kg": "metaqa", "split": f"MetaQA dev: {PER_HOP[0]}/hop of the bundled KGFR checkpoint's training part, {PER_HOP[1]}/hop of its "
+            "validation part (seed 11)", "hops": 3, "lambda": 100}
+    data = build_pack(prepared, encoder, rationaliser(rationaliser_name, encoder), validation, meta, log_path=work / f"labels-{rationaliser_name}.jsonl")
+    data.save(work / f"{rationaliser_name}.npz")
+    print(f"{rationaliser_name}: {len(data)} questions, {json.loads(data.meta)['labelled']} with a rational path", flush=True)
+
+
+def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float) -> None:
+    from kgqa.methods.rapl.data import RAPLPack
+    from kgqa.methods.rapl.train import RAPLTrainConfig, train as run
+
+    data = RAPLPack.load(work / f"{pack_name}.npz")
+    out = work / f"model-{name}"
+    init = str(out) if (out / "model.safetensors").exists() else None
+    config = RAPLTrainConfig(lookahead=lookahead, device="cpu", time_budget=budget * 60, init=init,
+                             split={"pack": pack_name, **json.loads(data.meta)})
+    result = run(data, config, out, log=lambda line: print(f"[{name}] {line}", flush=True))
+    (out / "done").write_text(json.dumps({k: v for k, v in result.items() if k != "history"}) + "\n")
+
+
+def table(work: Path) -> None:
+    print("| run | labels | look-ahead | epochs | val Hits@1 | 1-hop | 2-hop | 3-hop | path answer recall |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for out in sorted(work.glob("model-*")):
+        meta = json.loads((out / "config.json").read_text())
+        rows = meta["history"]
+        best = max(rows, key=lambda r: r.get("val_all", -1))
+        print(f"| {out.name[6:]} | {meta['train']['split'].get('pack')} | {meta['model']['lookahead']} | {len(rows)} | {best.get('val_all', float('nan')):.3f} | "
+              + " | ".join(f"{best.get(f'val_hop{h}', float('nan')):.3f}" for h in (1, 2, 3)) + f" | {best.get('val_all_recall', float('nan')):.3f} |")
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=("pack", "train", "table"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/rapl"))
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/transfer/cache"), help="where retrieved subgraphs are cached")
+    parser.add_argument("--rationaliser", default="encoder")
+    parser.add_argument("--name", default="main")
+    parser.add_argument("--pack", default="encoder")
+    parser.add_argument("--no-lookahead", action="store_true")
+    parser.add_argument("--budget", type=float, default=30.0, help="minutes")
+    args = parser.parse_args(argv)
+    np.seterr(all="ignore")
+    if args.step == "pack":
+        pack(args.work, args.rationaliser, args.cache)
+    elif args.step == "train":
+        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget)
+    else:
+        table(args.work)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

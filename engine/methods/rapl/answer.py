@@ -1,0 +1,186 @@
+"""Answering with a trained RAPL retriever (RAPL §4.3): link → APP subgraph → L(G) → decoded paths.
+
+Without an LLM the answer is the tails of the most probable paths: each entity scores the summed
+probability of the decoded paths that end at it, and the answers are those within `answer_share`
+of the best. With an LLM the paths (`e1 -> r1 -> e2 -> …`) go into the reasoner prompt and its reply
+is mapped back to entities. Answer labels are never used here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kgqa.core.answer import Answer, AnswerItem, Evidence
+from kgqa.core.control import check
+from kgqa.core.events import EvidenceReady, Linked, Retrieved, emit
+from kgqa.core.store import GraphStore
+from kgqa.core.subgraph import Subgraph
+from kgqa.llm.protocol import LLM, LLMError
+from kgqa.llm.session import LLMSession
+from kgqa.methods.kgfr.batch import relation_texts
+from kgqa.methods.rapl.data import one_question_batch
+from kgqa.methods.rapl.decode import Walk, decode
+from kgqa.methods.rapl.labels import path_text
+from kgqa.methods.rapl.line_graph import LineGraph, line_graph
+from kgqa.methods.rapl.train import FORMAT, load_checkpoint
+from kgqa.retrieval.answer_mapping import map_answers
+from kgqa.retrieval.app import retrieve
+from kgqa.retrieval.label_index import index_for
+from kgqa.retrieval.linking import link_or_resolve
+from kgqa.retrieval.text import TextEncoder
+
+BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "rapl-metaqa"
+
+
+@dataclass(frozen=True)
+class Decoding:
+    starts: int = 20  # question triples sampled (with replacement)
+    rollouts: int = 5  # paths walked from each
+    paths: int = 20  # most probable distinct paths kept (M)
+    answer_share: float = 0.5  # without an LLM: answers score at least this share of the best
+
+
+def checkpoint_for(given: str | Path | None) -> Path:
+    """The RAPL checkpoint to run: `given` when it is one (an engine's --checkpoint may be KGFR's,
+    which RAPL leaves to kgfr), else the bundled one."""
+    if given and (Path(given) / "config.json").exists():
+        try:
+            if json.loads((Path(given) / "config.json").read_text()).get("format") == FORMAT:
+                return Path(given)
+        except ValueError:
+            pass
+    return BUNDLED_CHECKPOINT
+
+
+class EntityVectors:
+    """Sentence vectors of a store's entity labels: from its label index (embedded once per KG and
+    cached on disk) where it has one, else encoded per subgraph (and cached by the encoder)."""
+
+    def __init__(self, store: GraphStore, encoder: TextEncoder):
+        self.store, self.encoder = store, encoder
+        self._rows: dict[str, int] | None = None
+        self._vectors: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def of(self, sg: Subgraph) -> np.ndarray:
+        with self._lock:
+            if self._rows is None:
+                index = index_for(self.store)
+                self._rows = {iri: i for i, iri in enumerate(index.iris)} if index is not None else {}
+                self._vectors = index.vectors(self.encoder) if index is not None else None
+        rows = [self._rows.get(iri, -1) for iri in sg.nodes]
+        if self._vectors is not None and min(rows, default=0) >= 0:
+            return self._vectors[rows]
+        return self.encoder.encode(sg.node_labels)
+
+
+class RAPLAnswerer:
+    def __init__(self, store: GraphStore, checkpoint: str | Path | None = None, encoder: TextEncoder | None = None,
+                 decoding: Decoding = Decoding(), llm: LLM | None = None, entities: EntityVectors | None = None):
+        self.store = store
+        self.checkpoint = Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT
+        self.model, self.meta = load_checkpoint(self.checkpoint, "cpu")
+        self.hops = int(self.meta.get("data", {}).get("hops", 3))
+        self.lam = int(self.meta.get("data", {}).get("lambda", 100))
+        self.encoder = encoder or TextEncoder()
+        self.entities = entities or EntityVectors(store, self.encoder)
+        self.decoding, self.llm = decoding, llm
+        self._lock = threading.Lock()  # one decode at a time per model (torch threads are the parallelism)
+
+    def with_options(self, decoding: Decoding, llm: LLM | None) -> "RAPLAnswerer":
+        """This answerer (model, vectors and lock shared) with other decoding options or LLM."""
+        other = copy.copy(self)
+        other.decoding, other.llm = decoding, llm
+        return other
+
+    def answer(self, question: str, topics: list[str] | None = None) -> Answer:
+        started = time.perf_counter()
+        result = Answer(question, "rapl")
+        trace = result.trace
+        check("linking")
+        linking = link_or_resolve(self.store, question, topics, self.encoder)
+        trace.seconds["link"] = time.perf_counter() - started
+        result.topics = linking.topics_json()
+        trace.linking_candidates = linking.candidates_json()
+        emit(Linked(result.topics))
+        if not linking.topics:
+            result.declined = "no entity of the KG was found in the question"
+            trace.fallback = "no topic entity was linked"
+            return result
+        check("retrieval")
+        mark = time.perf_counter()
+        sg = retrieve(self.store, linking.iris, self.hops, self.lam)
+        trace.seconds["retrieve"] = time.perf_counter() - mark
+        trace.round_trips = sg.trace.round_trips
+        result.graph = sg
+        emit(Retrieved({"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}, sg.trace.round_trips))
+        mark = time.perf_counter()
+        lg = line_graph(sg)
+        texts = relation_texts(sg)
+        batch = one_question_batch(lg, self.entities.of(sg), self.encoder.encode(texts), self.encoder.encode([question])[0])
+        trace.seconds["line_graph"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        with self._lock, torch.inference_mode():
+            walks = decode(self.model, batch, self.decoding.starts, self.decoding.rollouts, self.decoding.paths)
+        trace.seconds["decode"] = time.perf_counter() - mark
+        trace.subgraph = {"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam,
+                          "line_graph_triples": lg.num_triples, "line_graph_edges": lg.num_edges,
+                          "paths": len(walks), "path_triples": len({t for w in walks for t in w.triples})}
+        result.evidence = self.evidence(sg, lg, walks, texts)
+        emit(EvidenceReady(result.evidence))
+        if not walks:
+            result.declined = "no path leaves the topic entities in the retrieved subgraph"
+        elif self.llm is None:
+            result.answers = self.tail_answers(sg, lg, walks)
+        else:
+            self.reason(result, sg)
+        trace.seconds["total"] = time.perf_counter() - started
+        return result
+
+    def tail_answers(self, sg: Subgraph, lg: LineGraph, walks: list[Walk]) -> list[AnswerItem]:
+        scores: dict[int, float] = {}
+        for w in walks:
+            node = int(lg.tail[w.triples[-1]])
+            scores[node] = scores.get(node, 0.0) + w.probability
+        best = max(scores.values())
+        ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+        return [AnswerItem(sg.node_labels[n], sg.nodes[n], sg.node_labels[n], "ranked", round(s, 4))
+                for n, s in ranked if s >= self.decoding.answer_share * best]
+
+    def evidence(self, sg: Subgraph, lg: LineGraph, walks: list[Walk], texts: list[str]) -> Evidence:
+        totals: dict[int, float] = {}
+        for w in walks:
+            node = int(lg.tail[w.triples[-1]])
+            totals[node] = totals.get(node, 0.0) + w.probability
+        return Evidence(
+            candidates=[{"label": sg.node_labels[n], "iri": sg.nodes[n], "score": round(s, 4)} for n, s in sorted(totals.items(), key=lambda kv: -kv[1])],
+            paths=[f"{path_text(sg, lg, w.triples, texts)}  (p={w.probability:.3f})" for w in walks],
+            path_edges=[[{"head": sg.node_labels[int(lg.head[t])], "relation": texts[int(lg.relation[t])], "tail": sg.node_labels[int(lg.tail[t])]}
+                         for t in w.triples] for w in walks[:5]],
+            facts=list(dict.fromkeys(f"{sg.node_labels[int(lg.head[t])]} —{texts[int(lg.relation[t])]}→ {sg.node_labels[int(lg.tail[t])]}"
+                                     for w in walks for t in w.triples)),
+        )
+
+    def reason(self, result: Answer, sg: Subgraph) -> None:
+        """The reasoner prompt over the paths (one call); a failed call falls back to the paths' tails."""
+        assert self.llm is not None
+        session = LLMSession(self.llm, max_calls=1)
+        mark = time.perf_counter()
+        paths = "\n".join(p.rsplit("  (p=", 1)[0] for p in result.evidence.paths)
+        try:
+            reply = session.ask("rapl.answer", "rapl_answer", stream=True, question=result.question, paths=paths)
+            result.text = reply.text
+            result.answers = map_answers(reply.text, self.store, sg)
+        except LLMError as error:
+            result.trace.fallback = f"LLM failed on the answer: {error}; answering with the paths' tails"
+            result.answers = [AnswerItem(c["label"], c["iri"], c["label"], "ranked", c["score"]) for c in result.evidence.candidates[:1]]
+        result.trace.llm_calls = session.calls
+        result.trace.seconds["answer"] = time.perf_counter() - mark
