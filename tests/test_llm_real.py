@@ -80,23 +80,25 @@ def check_lmp_calls(answer) -> None:
 def test_http_provider_runs_every_method_on_embedded_and_virtuoso_with_the_same_prompts(
         llama_server, embedded_metaqa, virtuoso_metaqa, tmp_path):
     questions = dev_questions(per_hop=2)
-    options = {"kgfr": {"max_steps": STEPS, "describe_relations": True}, "lmp": {"width": WIDTH, "depth": DEPTH}, "llm-only": {}}
+    options = {"kgfr": {"max_steps": STEPS, "describe_relations": True}, "lmp": {"width": WIDTH, "depth": DEPTH}, "llm-only": {}, "rapl": {}}
     results = {}
     for store_name, url in (("embedded", embedded_metaqa), ("virtuoso", virtuoso_metaqa)):
         store = open_store(url, "metaqa")
         llm = CachedLLM(OpenAICompatibleLLM(model="gemma3-270m", base_url=llama_server.url, mode="completion"), tmp_path / "cache")
-        for method in ("kgfr", "lmp", "llm-only"):
+        for method in ("kgfr", "lmp", "llm-only", "rapl"):
             runner = build_runner(method, store, llm, options=options[method])
             spec = REGISTRY.get(method)
             for ex in questions:
                 answer = runner(ex.question, None)
                 bound = spec.call_bound(spec.make_options(options[method]), len(answer.topics), True)
-                assert bound == {"kgfr": 2 * STEPS, "lmp": LMP(store, llm, WIDTH, DEPTH).call_bound(len(answer.topics)), "llm-only": 1}[method]
+                assert bound == {"kgfr": 2 * STEPS, "lmp": LMP(store, llm, WIDTH, DEPTH).call_bound(len(answer.topics)), "llm-only": 1, "rapl": 1}[method]
                 check_answer(answer, method, bound)
                 if method == "lmp":
                     check_lmp_calls(answer)
                 if method != "llm-only":
                     assert answer.topics and answer.trace.round_trips >= 1
+                if method == "rapl":
+                    assert answer.evidence.paths and all(" -> " in p for p in answer.evidence.paths)
                 results[store_name, method, ex.qid] = answer
     # the second store sent exactly the prompts the first one did: every one of its calls hit the cache
     virtuoso_calls = [c for (s, _, _), a in results.items() if s == "virtuoso" for c in a.trace.llm_calls]
@@ -135,6 +137,25 @@ def test_in_process_transformers_provider_runs_kgfr_and_lmp(gemma_in_process, st
     check_answer(answer, "lmp", lmp.call_bound(len(answer.topics)))
     check_lmp_calls(answer)
     assert all(c.provider == "transformers" for c in answer.trace.llm_calls)
+
+
+def test_gemma_rationalises_the_candidate_paths_of_a_real_question(gemma_in_process, embedded_metaqa):
+    from kgqa.methods.kgfr.data import prepare
+    from kgqa.methods.rapl.labels import make_labels
+    from kgqa.methods.rapl.line_graph import line_graph
+    from kgqa.methods.rapl.rationalise import EncoderRationaliser, LLMRationaliser
+    from kgqa.retrieval.text import TextEncoder
+
+    store = open_store(embedded_metaqa, "metaqa")
+    ex = dev_questions(per_hop=1)[1]  # a 2-hop question
+    [item] = prepare(store, [ex], 2, 100)
+    lg = line_graph(item.subgraph)
+    chooser = LLMRationaliser(gemma_in_process, EncoderRationaliser(TextEncoder()))
+    labels = make_labels(item.subgraph, lg, ex.question, list(ex.topics), item.answers, chooser)
+    calls = chooser.last_calls
+    assert 1 <= len(calls) <= 2 and all(c.ok and c.provider == "transformers" for c in calls)
+    assert labels.log["source"] == "llm" or labels.log["source"].startswith("llm→encoder")  # read, or said why not
+    assert labels.paths and len(labels.log["scores"]) == len(labels.log["chains"])
 
 
 def test_cli_ask_and_eval_with_an_llm(llama_server, embedded_metaqa, tmp_path):

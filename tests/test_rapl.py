@@ -179,3 +179,38 @@ def test_a_few_training_steps_lower_the_loss_on_real_metaqa_subgraphs(metaqa_ful
         value.backward()
         optimiser.step()
     assert float(loss()) < 0.8 * first
+
+
+def test_the_bundled_checkpoint_answers_through_the_sdk_cli_and_a_scripted_reasoner(demo_kg, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kgqa import Engine
+    from kgqa.faces.cli import app
+
+    store, _ = demo_kg
+    with Engine(store, "rapl") as engine:
+        answer = engine.ask("who directed Kismet")
+        assert answer.method == "rapl" and [t["label"] for t in answer.topics] == ["Kismet"] and answer.trace.llm_calls == []
+        assert answer.answers and answer.evidence.paths and answer.evidence.paths[0].startswith("Kismet -> ")
+        # LLM-free: the answers are the tails of the paths, the best first
+        assert answer.answers[0].label == answer.evidence.candidates[0]["label"]
+        assert answer.trace.subgraph["path_triples"] >= 1 and {"line_graph", "decode"} <= set(answer.trace.seconds)
+        assert engine.ask("who directed Kismet").evidence.paths == answer.evidence.paths  # seeded decoding
+    reasoner = ScriptedLLM(lambda prompt: "1. " + prompt.rsplit("Reasoning paths:\n", 1)[1].split("\n")[0].split(" -> ")[-1])
+    with Engine(store, "rapl", reasoner) as engine:
+        reasoned = engine.ask("who directed Kismet")
+    assert len(reasoner.prompts) == 1 and "Kismet -> " in reasoner.prompts[0] and "(p=" not in reasoner.prompts[0]
+    assert [c.purpose for c in reasoned.trace.llm_calls] == ["rapl.answer"] and reasoned.answers[0].iri
+    url = f"oxigraph://{tmp_path / 'store'}"
+    from kgqa.retrieval.store_url import open_writer
+    from conftest import DEMO_KG
+
+    writer = open_writer(url, "demo")
+    load_file(writer, DEMO_KG)
+    writer.close()
+    result = CliRunner().invoke(app, ["ask", "who directed Kismet", "--store", url, "--method", "rapl", "--paths", "5", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["method"] == "rapl" and 1 <= len(data["evidence"]["paths"]) <= 5

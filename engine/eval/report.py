@@ -75,6 +75,9 @@ def evaluate(
             "llm_retries": llm["retries"], "fallback": answer.trace.fallback,
             "constraint_retries": sum(".retry" in c.purpose for c in answer.trace.llm_calls),
             "answers": [a.label or a.text for a in answer.answers],
+            # path retrievers (rapl): does a retrieved path end at a gold answer, and how many triples the paths hold
+            "path_recall": any(normalise_label(c["label"]) in gold for c in answer.evidence.candidates) if "paths" in answer.trace.subgraph else None,
+            "path_triples": answer.trace.subgraph.get("path_triples"),
         }
         with lock:
             done += 1
@@ -116,6 +119,8 @@ def summarise(rows: list[dict], k: int, method: str = "") -> dict:
             "constraint_retries_mean": mean("constraint_retries", members),
             "answered": mean("answered", members), "hits1_ranked": mean("hits1_ranked", members),
             "hits1_answered": mean("hits1", [r for r in members if r["answered"]]),
+            "path_recall": mean("path_recall", [r for r in members if r.get("path_recall") is not None]),
+            "path_triples_mean": mean("path_triples", [r for r in members if r.get("path_triples") is not None]),
         }
     report["rows"] = rows
     return report
@@ -138,6 +143,9 @@ def write_report(report: dict, out_dir: Path, title: str) -> list[Path]:
         lines += ["", "Declining (answers below the answerability threshold are declined):", "",
                   "| group | answered | Hits@1 when answered | Hits@1 of the ranking |", "|---|---:|---:|---:|"]
         lines += [f"| {name} | {fmt(g['answered'])} | {fmt(g['hits1_answered'])} | {fmt(g['hits1_ranked'])} |" for name, g in report["groups"].items()]
+    if any(r.get("path_recall") is not None for r in report["rows"]):
+        lines += ["", "Retrieved paths:", "", "| group | answer recall of the paths | triples per question |", "|---|---:|---:|"]
+        lines += [f"| {name} | {fmt(g['path_recall'])} | {fmt(g['path_triples_mean'])} |" for name, g in report["groups"].items()]
     first = next(iter(report["groups"].values()), None)
     stages = [st for st in (first["seconds_mean"] if first else {}) if st != "total"]
     lines += ["", "Cost per question (means; LLM calls also their maximum):", "",

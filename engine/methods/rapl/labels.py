@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.batch import relation_texts
 from kgqa.methods.rapl.line_graph import LineGraph
-from kgqa.methods.rapl.paths import candidate_paths, chain, chains_by_rank
+from kgqa.methods.rapl.paths import answer_coverage, candidate_paths, chain, chains_by_rank
 from kgqa.methods.rapl.rationalise import Rationaliser, chain_text
 
 MAX_LABEL_PATHS = 10
@@ -39,16 +39,18 @@ def make_labels(sg: Subgraph, lg: LineGraph, question: str, topic_names: Sequenc
         return Labels([], [], {"candidates": 0})
     texts = relation_texts(sg)
     chains = chains_by_rank(lg, walks)
-    example = {c: w for w in reversed(walks) if (c := chain(lg, w)) in set(chains)}  # the first walk of each chain
+    shown = set(chains)
+    example = {c: w for w in reversed(walks) if (c := chain(lg, w)) in shown}  # the first walk of each chain
     starts = lg.starts
+    coverage = [round(answer_coverage(lg, c, answers), 4) for c in chains]
     choice = rationaliser.choose(question, topic_names, [chain_text([texts[t] for t in c]) for c in chains],
-                                 [path_text(sg, lg, example[c], texts) for c in chains], [texts[int(lg.relation[s])] for s in starts])
+                                 [path_text(sg, lg, example[c], texts) for c in chains], [texts[int(lg.relation[s])] for s in starts], coverage)
     rational = {chains[i] for i in choice.chosen}
     paths = [w for w in walks if chain(lg, w) in rational][:MAX_LABEL_PATHS]
     first = {c[0] for c in rational}
     targeted = set(choice.targeted)
     positives = sorted({int(s) for s in starts if int(lg.relation[s]) in first or texts[int(lg.relation[s])] in targeted}
                        | {w[0] for w in paths})
-    log = {"candidates": len(walks), "chains": [chain_text([texts[t] for t in c]) for c in chains], "scores": choice.scores,
+    log = {"candidates": len(walks), "chains": [chain_text([texts[t] for t in c]) for c in chains], "scores": choice.scores, "coverage": coverage,
            "chosen": choice.chosen, "targeted": choice.targeted, "source": choice.source}
     return Labels(paths, positives, log)

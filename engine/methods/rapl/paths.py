@@ -79,3 +79,23 @@ def chains_by_rank(lg: LineGraph, walks: Sequence[tuple[int, ...]], limit: int =
         c = chain(lg, w)
         count[c] = count.get(c, 0) + 1
     return sorted(count, key=lambda c: (len(c), -count[c]))[:limit]
+
+
+def chain_reach(lg: LineGraph, relations: Sequence[int]) -> set[int]:
+    """The entities reached from the topics by following `relations` (types) in order."""
+    current = np.flatnonzero((lg.step == 1) & (lg.relation == relations[0]))
+    ptr, idx = lg.successors()
+    for r in relations[1:]:
+        if current.size == 0:
+            break
+        nxt = np.concatenate([idx[ptr[i]:ptr[i + 1]] for i in current.tolist()])
+        current = np.unique(nxt[lg.relation[nxt] == r])
+    return {int(t) for t in lg.tail[current].tolist()}
+
+
+def answer_coverage(lg: LineGraph, relations: Sequence[int], answers: Iterable[int]) -> float:
+    """F1 between what a chain reaches and the gold answers: a chain that answers the question reaches
+    them all and little else; one that meets an answer by coincidence reaches few of them."""
+    reached, gold = chain_reach(lg, relations), set(answers)
+    hit = len(reached & gold)
+    return 0.0 if not hit else 2 * hit / (len(reached) + len(gold))
