@@ -212,5 +212,39 @@ def test_the_bundled_checkpoint_answers_through_the_sdk_cli_and_a_scripted_reaso
     writer.close()
     result = CliRunner().invoke(app, ["ask", "who directed Kismet", "--store", url, "--method", "rapl", "--paths", "5", "--json"])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert data["method"] == "rapl" and 1 <= len(data["evidence"]["paths"]) <= 5
+
+
+def test_kgqa_train_method_rapl_writes_a_checkpoint_that_ask_runs(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kgqa.faces.cli import app
+    from kgqa.retrieval.store_url import open_writer
+
+    kg = tmp_path / "toy.txt"
+    kg.write_text("\n".join(TOY) + "\n", encoding="utf-8")
+    url = f"oxigraph://{tmp_path / 'store'}"
+    writer = open_writer(url, "toy")
+    load_file(writer, kg)
+    writer.close()
+    qa = tmp_path / "qa.txt"
+    qa.write_text("\n".join([
+        "who directed [Film One]\tDana", "who directed [Film Two]\tEve", "who wrote [Film Three]\tDana",
+        "who starred in [Film One]\tAlice", "who directed the films [Alice] starred in\tDana|Eve", "when was [Film Three] released\t1999",
+        "which films did [Dana] direct\tFilm One", "which films did [Eve] direct\tFilm Two",
+    ]) + "\n", encoding="utf-8")
+    out = tmp_path / "model"
+    result = CliRunner().invoke(app, ["train", str(qa), "--method", "rapl", "--store", url, "--out", str(out), "--epochs", "2",
+                                      "--validation", "0.25", "--pack-out", str(tmp_path / "pack.npz"), "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    assert config["format"] == "rapl/1" and len(config["history"]) == 2 and "answer_share" in config
+    assert (tmp_path / "pack.labels.jsonl").read_text().count("\n") == 8  # one labelling record per question
+    asked = CliRunner().invoke(app, ["ask", "who directed Film One", "--store", url, "--method", "rapl", "--checkpoint", str(out), "--json"])
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.stdout)["evidence"]["paths"]
+    wrong = CliRunner().invoke(app, ["train", "--method", "rapl", "--pack", str(tmp_path / "nothing.npz"), "--out", str(out)])
+    assert wrong.exit_code != 0 and "nothing.npz" in wrong.output

@@ -15,7 +15,8 @@ class RAPLOptions:
     starts: int = option(20, "RAPL: question triples sampled, with replacement (K)", min=1, max=1000)
     rollouts: int = option(5, "RAPL: paths walked from each sampled question triple", min=1, max=50)
     paths: int = option(20, "RAPL: most probable distinct paths kept as evidence (M)", min=1, max=500)
-    answer_share: float = option(0.5, "RAPL without an LLM: answers are the path tails scoring at least this share of the best", min=0.0, max=1.0)
+    answer_share: float = option(-1.0, "RAPL without an LLM: answers are the path tails scoring at least this share of the best "
+                                 "(below 0: the checkpoint's, chosen for validation F1)", min=-1.0, max=1.0)
 
 
 def build(context: MethodContext, options: RAPLOptions) -> Runner:

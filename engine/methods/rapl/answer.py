@@ -45,7 +45,7 @@ class Decoding:
     starts: int = 20  # question triples sampled (with replacement)
     rollouts: int = 5  # paths walked from each
     paths: int = 20  # most probable distinct paths kept (M)
-    answer_share: float = 0.5  # without an LLM: answers score at least this share of the best
+    answer_share: float = -1.0  # without an LLM: answers score at least this share of the best (below 0: the checkpoint's)
 
 
 def checkpoint_for(given: str | Path | None) -> Path:
@@ -93,6 +93,7 @@ class RAPLAnswerer:
         self.encoder = encoder or TextEncoder()
         self.entities = entities or EntityVectors(store, self.encoder)
         self.decoding, self.llm = decoding, llm
+        self.checkpoint_share = float(self.meta.get("answer_share", 0.5))
         self._lock = threading.Lock()  # one decode at a time per model (torch threads are the parallelism)
 
     def with_options(self, decoding: Decoding, llm: LLM | None) -> "RAPLAnswerer":
@@ -151,9 +152,9 @@ class RAPLAnswerer:
             node = int(lg.tail[w.triples[-1]])
             scores[node] = scores.get(node, 0.0) + w.probability
         best = max(scores.values())
+        share = self.decoding.answer_share if self.decoding.answer_share >= 0 else self.checkpoint_share
         ranked = sorted(scores.items(), key=lambda kv: -kv[1])
-        return [AnswerItem(sg.node_labels[n], sg.nodes[n], sg.node_labels[n], "ranked", round(s, 4))
-                for n, s in ranked if s >= self.decoding.answer_share * best]
+        return [AnswerItem(sg.node_labels[n], sg.nodes[n], sg.node_labels[n], "ranked", round(s, 4)) for n, s in ranked if s >= share * best]
 
     def evidence(self, sg: Subgraph, lg: LineGraph, walks: list[Walk], texts: list[str]) -> Evidence:
         totals: dict[int, float] = {}

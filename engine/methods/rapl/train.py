@@ -186,7 +186,35 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
         if (max_steps is not None and steps >= max_steps) or out_of_time:
             break
     _save_history(out_dir, history)
-    return {"best_val_hits1": best, "best_epoch": best_epoch + 1, "history": history}
+    share = None
+    if val and (out_dir / "model.safetensors").exists():
+        best_model, _ = load_checkpoint(out_dir, str(device))
+        share, f1 = choose_answer_share(best_model, data, val, device)
+        meta = json.loads((out_dir / "config.json").read_text())
+        meta["answer_share"], meta["answer_share_val_f1"] = share, f1
+        (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+        log(f"answer share {share} (validation F1 {f1:.3f})")
+    return {"best_val_hits1": best, "best_epoch": best_epoch + 1, "history": history, "answer_share": share}
+
+
+SHARES = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+
+
+@torch.no_grad()
+def choose_answer_share(model: RAPL, data: RAPLPack, indices: Sequence[int], device: torch.device) -> tuple[float, float]:
+    """The share of the best tail's score above which tails are answers, for the best validation F1."""
+    f1s: dict[float, list[float]] = {s: [] for s in SHARES}
+    for i in indices:
+        gold = set(data.span("answer", i).tolist())
+        scores, _ = tail_scores(model, data, i, device)
+        top = max(scores.values(), default=0.0)
+        for share in SHARES:
+            chosen = {n for n, v in scores.items() if v >= share * top} if scores else set()
+            hit = len(chosen & gold)
+            f1s[share].append(0.0 if not hit else 2 * hit / (len(chosen) + len(gold)))
+    means = {s: float(np.mean(v)) if v else 0.0 for s, v in f1s.items()}
+    share = max(SHARES, key=lambda s: (means[s], s))
+    return share, means[share]
 
 
 def save_checkpoint(model: RAPL, config: RAPLTrainConfig, out_dir: Path, history: list[dict], data_meta: dict) -> None:
