@@ -16,36 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/transfer.py: the MetaQA split
 PER_HOP = (4000, 200)
 STORE = ("oxigraph:///tmp/metaqa-store", "metaqa")
-
-
-def _questions(base: Path):  # type: ignore[no-untyped-def]
-    from kgqa.loaders.qa import read_qa
-
-    held = set(json.loads((base / "config.json").read_text())["train"]["split"]["validation_qids"])
-    rng = random.Random(11)
-    chosen, validation = [], []
-    for hop in (1, 2, 3):
-        rows = read_qa(SHARED / "metaqa" / f"{hop}-hop" / "qa_dev.txt")
-        trained = [e for e in rows if e.qid not in held]
-        kept = [e for e in rows if e.qid in held]
-        chosen += rng.sample(trained, PER_HOP[0]) + rng.sample(kept, PER_HOP[1])
-        validation += [False] * PER_HOP[0] + [True] * PER_HOP[1]
-    return chosen, validation
 
 
 def pack(work: Path, rationaliser_name: str, cache: Path) -> None:
     from kgqa.methods.kgfr.data import prepare
     from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
+    from transfer import metaqa_split
     from kgqa.methods.rapl.data import build_pack
     from kgqa.methods.rapl.rationalise import rationaliser
     from kgqa.retrieval.store_url import open_store
@@ -53,7 +37,7 @@ def pack(work: Path, rationaliser_name: str, cache: Path) -> None:
 
     work.mkdir(parents=True, exist_ok=True)
     base = cache.parent / "today-checkpoint" if (cache.parent / "today-checkpoint").exists() else BUNDLED_CHECKPOINT
-    chosen, validation = _questions(base)
+    chosen, validation = metaqa_split(base, PER_HOP)
     prepared = prepare(open_store(*STORE), chosen, 3, 100, cache_dir=cache)
     encoder = TextEncoder()
     meta = {"kg": "metaqa", "split": f"MetaQA dev: {PER_HOP[0]}/hop of the bundled KGFR checkpoint's training part, {PER_HOP[1]}/hop of its "

@@ -103,9 +103,10 @@ def _pack_split(name: str, store, questions: Path, hops: int, work: Path, encode
                {"questions": str(questions), "split": "80/20, seed 11"})
 
 
-def _pack_metaqa(name: str, per_hop: tuple[int, int], work: Path, base: Path, encoder: TextEncoder) -> None:
+def metaqa_split(base: Path, per_hop: tuple[int, int]) -> tuple[list, list[bool]]:
+    """MetaQA dev questions: per hop, per_hop[0] from the training part of checkpoint `base`'s split
+    and per_hop[1] from its validation part (seed 11); with the validation flags."""
     held = set(json.loads((base / "config.json").read_text())["train"]["split"]["validation_qids"])
-    store = open_store(*STORES["metaqa-free"][:2])
     rng = random.Random(11)
     chosen, validation = [], []
     for hop in (1, 2, 3):
@@ -114,6 +115,12 @@ def _pack_metaqa(name: str, per_hop: tuple[int, int], work: Path, base: Path, en
         kept = [e for e in rows if e.qid in held]
         chosen += rng.sample(trained, per_hop[0]) + rng.sample(kept, per_hop[1])
         validation += [False] * per_hop[0] + [True] * per_hop[1]
+    return chosen, validation
+
+
+def _pack_metaqa(name: str, per_hop: tuple[int, int], work: Path, base: Path, encoder: TextEncoder) -> None:
+    store = open_store(*STORES["metaqa-free"][:2])
+    chosen, validation = metaqa_split(base, per_hop)
     _pack_both(name, store, chosen, validation, 3, work, encoder,
                {"split": f"MetaQA dev: {per_hop[0]}/hop from the bundled checkpoint's training part, {per_hop[1]}/hop of its validation part"})
 

@@ -59,6 +59,32 @@ def code_version() -> str:
         return "unknown"
 
 
+class TimeBudget:
+    """`--time-budget`: no epoch starts that would likely end past it, and one that runs past it stops."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.began = time.perf_counter()
+
+    def spent(self) -> float:
+        return time.perf_counter() - self.began
+
+    def room_for_epoch(self, epochs_done: int, log: Callable[[str], None]) -> bool:
+        if self.seconds is None or not epochs_done:
+            return True
+        spent = self.spent()
+        if spent + spent / epochs_done > self.seconds:
+            log(f"time budget: stopping after {epochs_done} epochs ({spent:.0f} s of {self.seconds:.0f} s)")
+            return False
+        return True
+
+    def exceeded(self, epoch: int, step: int, steps: int, log: Callable[[str], None]) -> bool:
+        if self.seconds is None or self.spent() <= self.seconds:
+            return False
+        log(f"time budget: {self.seconds:.0f} s spent in epoch {epoch} (step {step} of {steps}); validating and stopping")
+        return True
+
+
 def _chunks(items: Sequence[int], size: int) -> list[list[int]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
@@ -129,14 +155,11 @@ def train(
     history: list[dict] = []
     best, best_epoch, steps = -1.0, -1, 0
     out_dir.mkdir(parents=True, exist_ok=True)
-    began = time.perf_counter()
+    budget = TimeBudget(config.time_budget)
     out_of_time = False
     for epoch in range(config.epochs):
-        if config.time_budget is not None and history:
-            spent = time.perf_counter() - began
-            if spent + spent / len(history) > config.time_budget:
-                log(f"time budget: stopping after {len(history)} epochs ({spent:.0f} s of {config.time_budget:.0f} s)")
-                break
+        if not budget.room_for_epoch(len(history), log):
+            break
         model.train()
         order = list(usable)
         rng.shuffle(order)
@@ -156,8 +179,7 @@ def train(
                 progress(epoch + 1, step + 1, len(chunks))
             if max_steps is not None and steps >= max_steps:
                 break
-            if config.time_budget is not None and time.perf_counter() - began > config.time_budget:
-                log(f"time budget: {config.time_budget:.0f} s spent in epoch {epoch + 1} (step {step + 1} of {len(chunks)}); validating and stopping")
+            if budget.exceeded(epoch + 1, step + 1, len(chunks), log):
                 out_of_time = True
                 break
         metrics = evaluate(model, val_data, device) if val_data is not None and len(val_data) else {}

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kgqa.methods.kgfr.train import _chunks, code_version, pick_device
+from kgqa.methods.kgfr.train import TimeBudget, _chunks, code_version, pick_device
 from kgqa.methods.rapl.data import RAPLPack
 from kgqa.methods.rapl.decode import decode
 from kgqa.methods.rapl.model import RAPL, STOP, RAPLBatch
@@ -140,14 +140,11 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
     history: list[dict] = []
     best, best_epoch, steps = -1.0, -1, 0
     out_dir.mkdir(parents=True, exist_ok=True)
-    began = time.perf_counter()
+    budget = TimeBudget(config.time_budget)
     out_of_time = False
     for epoch in range(config.epochs):
-        if config.time_budget is not None and history:
-            spent = time.perf_counter() - began
-            if spent + spent / len(history) > config.time_budget:
-                log(f"time budget: stopping after {len(history)} epochs ({spent:.0f} s of {config.time_budget:.0f} s)")
-                break
+        if not budget.room_for_epoch(len(history), log):
+            break
         model.train()
         order = list(usable)
         rng.shuffle(order)
@@ -167,8 +164,7 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
                 progress(epoch + 1, step + 1, len(chunks))
             if max_steps is not None and steps >= max_steps:
                 break
-            if config.time_budget is not None and time.perf_counter() - began > config.time_budget:
-                log(f"time budget: {config.time_budget:.0f} s spent in epoch {epoch + 1} (step {step + 1} of {len(chunks)}); validating and stopping")
+            if budget.exceeded(epoch + 1, step + 1, len(chunks), log):
                 out_of_time = True
                 break
         metrics = evaluate(model, data, val, device) if val else {}
