@@ -2,7 +2,7 @@
 and print their validation tables.
 
     python bench/rapl.py pack  --work /tmp/rapl [--rationaliser encoder|shortest]
-    python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--budget MIN]
+    python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--budget MIN] [--epochs N]
     python bench/rapl.py table --work /tmp/rapl
 
 The split is the bundled KGFR checkpoint's: its MetaQA dev validation questions stay out of training;
@@ -47,26 +47,27 @@ def pack(work: Path, rationaliser_name: str, cache: Path) -> None:
     print(f"{rationaliser_name}: {len(data)} questions, {json.loads(data.meta)['labelled']} with a rational path", flush=True)
 
 
-def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float) -> None:
+def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float, epochs: int) -> None:
     from kgqa.methods.rapl.data import RAPLPack
     from kgqa.methods.rapl.train import RAPLTrainConfig, train as run
 
     data = RAPLPack.load(work / f"{pack_name}.npz")
     out = work / f"model-{name}"
     init = str(out) if (out / "model.safetensors").exists() else None
-    config = RAPLTrainConfig(lookahead=lookahead, device="cpu", time_budget=budget * 60, init=init,
+    config = RAPLTrainConfig(lookahead=lookahead, device="cpu", epochs=epochs, time_budget=budget * 60, init=init,
                              split={"pack": pack_name, **json.loads(data.meta)})
     result = run(data, config, out, log=lambda line: print(f"[{name}] {line}", flush=True))
     (out / "done").write_text(json.dumps({k: v for k, v in result.items() if k != "history"}) + "\n")
 
 
-def table(work: Path) -> None:
-    print("| run | labels | look-ahead | epochs | val Hits@1 | 1-hop | 2-hop | 3-hop | path answer recall |")
+def table(work: Path, at_epoch: int | None) -> None:
+    """Each run's best epoch, or its epoch `at_epoch` (to compare runs trained for different lengths)."""
+    print("| run | labels | look-ahead | epochs run | val Hits@1 | 1-hop | 2-hop | 3-hop | path answer recall |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for out in sorted(work.glob("model-*")):
         meta = json.loads((out / "config.json").read_text())
         rows = meta["history"]
-        best = max(rows, key=lambda r: r.get("val_all", -1))
+        best = rows[at_epoch - 1] if at_epoch and len(rows) >= at_epoch else max(rows, key=lambda r: r.get("val_all", -1))
         print(f"| {out.name[6:]} | {meta['train']['split'].get('pack')} | {meta['model']['lookahead']} | {len(rows)} | {best.get('val_all', float('nan')):.3f} | "
               + " | ".join(f"{best.get(f'val_hop{h}', float('nan')):.3f}" for h in (1, 2, 3)) + f" | {best.get('val_all_recall', float('nan')):.3f} |")
 
@@ -81,14 +82,16 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--pack", default="encoder")
     parser.add_argument("--no-lookahead", action="store_true")
     parser.add_argument("--budget", type=float, default=30.0, help="minutes")
+    parser.add_argument("--at-epoch", type=int, help="table: each run's validation after this epoch")
+    parser.add_argument("--epochs", type=int, default=15, help="at most (ablations: as many as the run they are compared with)")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
     if args.step == "pack":
         pack(args.work, args.rationaliser, args.cache)
     elif args.step == "train":
-        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget)
+        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget, args.epochs)
     else:
-        table(args.work)
+        table(args.work, args.at_epoch)
 
 
 if __name__ == "__main__":
