@@ -173,7 +173,8 @@ def test_every_prompt_file_names_its_source_and_renders():
             "lmp_answer", "llm_only_io", "llm_only_cot", "kgfr_relation_description", "kgfr_verbalisation",
             "kgfr_answer", "kgfr_reflect"} <= set(names)
     values = dict.fromkeys(["question", "topic", "k", "relations", "facts", "background", "outline", "head",
-                            "relation", "tails", "examples", "candidates", "paths", "answers"], "X")
+                            "relation", "tails", "examples", "candidates", "paths", "answers", "label_name", "entity_type",
+                            "entity", "kg", "kg_description", "labels", "triples", "gnn", "pairs", "count"], "X")
     for name in names:
         prompt = load_prompt(name)
         assert prompt.source, f"{name} does not cite its source"

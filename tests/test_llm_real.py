@@ -198,3 +198,41 @@ def test_engine_streams_answer_tokens_from_the_http_server(llama_server, embedde
     call = final.answer.trace.llm_calls[0]
     # llama.cpp's server sends no usage on streams: the tokens are estimated, and the record says so
     assert call.prompt_tokens > 0 and call.tokens_estimated is True
+
+
+def test_gemma_picks_glow_classes_by_likelihood_and_the_gnns_answers_sway_some_gn_choices(gemma_in_process, tmp_path):
+    """GLOW-GN with the real model on Countries S2 (region and subregion held out): each choice is a
+    class scored by Gemma in one call; giving the prompt other GNN answers changes some choices."""
+    import numpy as np
+
+    from kgqa.methods.glow.answer import GLOWAnswerer, GLOWSettings
+    from kgqa.methods.glow.openworld import build, read_facts
+    from kgqa.methods.glow.patterns import load_patterns
+    from kgqa.methods.glow.train import GLOWTrainConfig, train
+
+    s2 = shared_data("countries", "countries_S2")
+    world = build("countries", read_facts(s2 / "train.txt"), load_patterns("countries"), held_out=read_facts(s2 / "test.txt"))
+    world.write(tmp_path / "ow")
+    train(world.facts, world.patterns.patterns, tmp_path / "ckpt", GLOWTrainConfig(epochs=60), "countries", "a geography", log=lambda _: None)
+    from kgqa.sparql.embedded import EmbeddedWriter
+
+    writer = EmbeddedWriter.open(None, "countries")
+    load_file(writer, tmp_path / "ow" / "kg.tsv", "tsv")
+    store = writer.reader()
+    answerer = GLOWAnswerer(store, tmp_path / "ckpt").with_options(GLOWSettings("gn", use_stored=False), gemma_in_process)
+    questions = world.questions[:12]
+    first = [answerer.answer(q["question"], q["topics"]) for q in questions]
+    for answer in first:
+        assert len(answer.trace.llm_calls) == 1 and answer.trace.llm_calls[0].prompt_tokens > 50
+        assert answer.answers[0].match == "label:likelihood" and answer.answers[0].label in ("africa", "americas", "asia", "europe", "oceania")
+        assert len(answer.evidence.candidates) == 3
+    classes = answerer.checkpoint.classes["country-region"]
+    answerer.checkpoint.classes["country-region"] = (classes + 2) % 5  # other GNN answers, same scores
+    try:
+        swapped = [answerer.answer(q["question"], q["topics"]) for q in questions]
+    finally:
+        answerer.checkpoint.classes["country-region"] = classes
+    assert [a.evidence.candidates[0]["label"] for a in swapped] != [a.evidence.candidates[0]["label"] for a in first]
+    changed = sum(a.answers[0].label != b.answers[0].label for a, b in zip(first, swapped))
+    assert changed >= 1, "the GNN's answers in the GN prompt never changed Gemma's choice"
+    assert np.isfinite([a.answers[0].score for a in first]).all()

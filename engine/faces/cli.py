@@ -15,6 +15,7 @@ from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, fail, out, progress_bar
 from kgqa.faces.cli_options import method_flags
 from kgqa.faces.cli_load import load
+from kgqa.faces.cli_openworld import app as openworld_app
 from kgqa.faces.cli_calibrate import calibrate
 from kgqa.faces.cli_synth import synth
 from kgqa.faces.cli_train import train
@@ -102,6 +103,7 @@ def stats(store: StoreOpt = None, kg: KgOpt = None, as_json: Annotated[bool, typ
 app.command()(train)
 app.command()(synth)
 app.command()(calibrate)
+app.add_typer(openworld_app, name="openworld")
 
 
 MethodOpt = Annotated[str, typer.Option("--method", envvar="KGQA_METHOD", help=f"{' | '.join(REGISTRY.names)} (kgfr without --llm: no LLM at all) [env KGQA_METHOD]")]

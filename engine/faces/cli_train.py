@@ -27,9 +27,9 @@ def train(
     max_per_hop: Annotated[Optional[int], typer.Option("--max-per-hop", min=1, help="Sample at most N questions per file (fixed seed)")] = None,
     validation: Annotated[float, typer.Option("--validation", min=0.01, max=0.5)] = 0.1,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 20,
-    patience: Annotated[int, typer.Option("--patience", min=1)] = 5,
-    lr: Annotated[float, typer.Option("--lr")] = 1e-3,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", min=1, help="Default: kgfr 20, rapl 15, glow 200 (full-graph steps)")] = None,
+    patience: Annotated[Optional[int], typer.Option("--patience", min=1, help="Default: kgfr 5, rapl 3, glow 25")] = None,
+    lr: Annotated[Optional[float], typer.Option("--lr", help="Default: kgfr and rapl 1e-3, glow 5e-3")] = None,
     lr_decay: Annotated[float, typer.Option("--lr-decay", min=0.01, max=1.0, help="Multiply the learning rate by this after two epochs without a better validation Hits@1 (1: off)")] = 0.5,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
     residual: Annotated[bool, typer.Option("--residual/--no-residual", help="Deviation from eq. 3: add e(i) to the layer's output")] = True,
@@ -40,7 +40,8 @@ def train(
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
     time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it, and stop one that runs past it (then validate)")] = None,
     cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
-    method: Annotated[str, typer.Option("--method", help="kgfr (the KGFR scorer) | rapl (the RAPL path retriever)")] = "kgfr",
+    method: Annotated[str, typer.Option("--method", help="kgfr (the KGFR scorer) | rapl (the RAPL path retriever) | glow (GLOW's label predictors)")] = "kgfr",
+    openworld: Annotated[Optional[Path], typer.Option("--openworld", help="glow: the folder `kgqa openworld build` wrote (its kg.tsv and patterns)")] = None,
     rationaliser: Annotated[str, typer.Option("--rationaliser", help="rapl: who picks the rational paths for labels: encoder (here, no LLM) | llm (with --llm) | shortest")] = "encoder",
     llm: Annotated[Optional[str], typer.Option("--llm", help="rapl with --rationaliser llm: gemma3-270m | local:PATH | http://host/v1?model=NAME | openai:MODEL")] = None,
     lookahead: Annotated[bool, typer.Option("--lookahead/--no-lookahead", help="rapl: the GCN on the reversed line graph (eq. 10)")] = True,
@@ -49,14 +50,20 @@ def train(
 
     Two steps when the GPU is elsewhere: `--pack-out data.npz` where the store is, then
     `kgqa train --pack data.npz --out DIR` on the GPU machine."""
-    if method not in ("kgfr", "rapl"):
-        fail(f"--method must be kgfr or rapl, not {method!r}")
+    if method not in ("kgfr", "rapl", "glow"):
+        fail(f"--method must be kgfr, rapl or glow, not {method!r}")
+    if method == "glow":
+        _train_glow(openworld, out_dir, qa, epochs or 200, patience or 25, lr or 5e-3, validation, seed, time_budget)
+        return
     if method == "rapl":
+        epochs, patience, lr = epochs or 15, patience or 3, lr or 1e-3
         _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, patience, lr, batch_size,
                     device, time_budget, cache_dir, rationaliser, llm, lookahead)
         return
     from kgqa.methods.kgfr.pack import PackedQA
     from kgqa.methods.kgfr.train import TrainConfig, train as run_training
+
+    epochs, patience, lr = epochs or 20, patience or 5, lr or 1e-3
 
     if pack_in == []:
         pack_in = None
@@ -133,6 +140,34 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
         fail(str(exc))
         return
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
+
+
+def _train_glow(openworld, out_dir, qa, epochs, patience, lr, validation, seed, time_budget) -> None:  # type: ignore[no-untyped-def]
+    """GLOW: one RGCN per pattern on the benchmark's KG (its deleted facts absent), every entity's top classes saved."""
+    from kgqa.methods.glow.openworld import read_facts
+    from kgqa.methods.glow.patterns import load_patterns
+    from kgqa.methods.glow.train import GLOWTrainConfig, train as run_training
+
+    if qa:
+        fail("glow trains on a KG, not on QA files: give --openworld DIR (from `kgqa openworld build`)")
+    if openworld is None or out_dir is None:
+        fail("glow needs --openworld DIR (from `kgqa openworld build`) and --out CHECKPOINT")
+    try:
+        patterns = load_patterns(openworld / "patterns.json")
+        raw = json.loads((openworld / "patterns.json").read_text(encoding="utf-8"))
+        texts = {p["name"]: p.get("label_texts", p["labels"]) for p in raw["patterns"]}
+        facts = read_facts(openworld / "kg.tsv")
+        config = GLOWTrainConfig(epochs=epochs, patience=patience, lr=lr, validation=validation, seed=seed,
+                                 time_budget=time_budget * 60 if time_budget else None)
+        meta = run_training(facts, patterns.patterns, out_dir, config, patterns.kg, patterns.description, texts,
+                            log=lambda line: err.print(line, highlight=False))
+    except (KGQAError, ValueError, OSError) as exc:
+        fail(str(exc))
+        return
+    for name, m in meta["metrics"].items():
+        out.print(f"{name}: validation accuracy {m['validation_accuracy']:.3f} (majority class {m['validation_majority']:.3f}), "
+                  f"{m['labelled']:,} labelled entities, {m['classes']} classes", highlight=False)
+    out.print(f"checkpoint in {out_dir}")
 
 
 def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser_name, llm, pack_out):  # type: ignore[no-untyped-def]

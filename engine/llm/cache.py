@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from kgqa.llm.protocol import LLM, Completion
+from kgqa.llm.protocol import LLM, Completion, Likelihoods, LLMError
 
 
 class CachedLLM:
@@ -22,6 +22,7 @@ class CachedLLM:
         self.inner = inner
         self.directory = Path(directory)
         self.provider, self.model, self.few_shot = inner.provider, inner.model, inner.few_shot
+        self.scores_continuations = bool(getattr(inner, "scores_continuations", False))
 
     def _path(self, prompt: str, temperature: float, max_tokens: int, stop: Sequence[str] | None) -> Path:
         key = json.dumps([self.provider, self.model, prompt, round(temperature, 4), max_tokens, list(stop or [])], ensure_ascii=False)
@@ -59,6 +60,21 @@ class CachedLLM:
         completion = await self.inner.acomplete(prompt, temperature=temperature, max_tokens=max_tokens, stop=stop)
         self._save(path, completion)
         return completion
+
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str]) -> Likelihoods:
+        if not self.scores_continuations:
+            raise LLMError(f"{self.provider} model {self.model!r} cannot score text")
+        path = self._path(prompt, -1.0, 0, list(continuations))
+        try:
+            return replace(Likelihoods(**json.loads(path.read_text())), cached=True, seconds=0.0)
+        except (OSError, ValueError, TypeError):
+            pass
+        scored = self.inner.continuation_logprobs(prompt, continuations)  # type: ignore[attr-defined]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(scored)))
+        os.replace(tmp, path)
+        return scored
 
     def close(self) -> None:
         getattr(self.inner, "close", lambda: None)()

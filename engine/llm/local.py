@@ -8,13 +8,14 @@ a time per instance (a lock): the model is not re-entrant.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kgqa.llm.protocol import Completion, LLMError, ThreadedAsync, cut_at_stop, strip_reasoning
+from kgqa.llm.protocol import Completion, Likelihoods, LLMError, ThreadedAsync, cut_at_stop, strip_reasoning
 
 BUNDLED_MODEL = "gemma3-270m"
 
@@ -30,6 +31,7 @@ def bundled_gguf() -> Path:
 
 class TransformersLLM(ThreadedAsync):
     provider = "transformers"
+    scores_continuations = True
 
     def __init__(self, model: str | Path | None = None, device: str = "cpu", threads: int | None = None, few_shot: bool = True):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -74,6 +76,35 @@ class TransformersLLM(ThreadedAsync):
             provider=self.provider,
             model=self.model,
         )
+
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], batch: int = 32) -> Likelihoods:
+        """Each continuation's summed token log-probability after `prompt`. The prompt runs once; its
+        key/value cache is repeated for a batch of continuations, right-padded (a causal model's
+        real tokens never see the padding after them)."""
+        import torch
+
+        started = time.perf_counter()
+        prompt_ids = self._tokenizer(prompt, return_tensors="pt")["input_ids"].to(self._device)
+        pieces = [self._tokenizer(c, add_special_tokens=False)["input_ids"] or [self._tokenizer.eos_token_id] for c in continuations]
+        scores: list[float] = []
+        with self._lock, torch.inference_mode():
+            out = self._lm(input_ids=prompt_ids, use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), -1)
+            for start in range(0, len(pieces), batch):
+                chunk = pieces[start:start + batch]
+                width = max(len(p) for p in chunk)
+                ids = torch.tensor([p + [p[-1]] * (width - len(p)) for p in chunk], device=self._device)
+                cache = copy.deepcopy(out.past_key_values)
+                cache.batch_repeat_interleave(len(chunk))
+                mask = torch.ones(len(chunk), prompt_ids.shape[1] + width, dtype=torch.long, device=self._device)
+                logits = self._lm(input_ids=ids, past_key_values=cache, attention_mask=mask, use_cache=True).logits.float()
+                logprobs = torch.log_softmax(logits, -1)
+                for row, piece in enumerate(chunk):
+                    total = float(first[piece[0]])
+                    for k in range(1, len(piece)):
+                        total += float(logprobs[row, k - 1, piece[k]])
+                    scores.append(total)
+        return Likelihoods(scores, int(prompt_ids.shape[1]), time.perf_counter() - started)
 
     def close(self) -> None:
         pass

@@ -35,6 +35,16 @@ class Completion:
     tokens_estimated: bool = False  # the server reported no usage (some do not when streaming): ~4 chars a token
 
 
+@dataclass(frozen=True)
+class Likelihoods:
+    """What a model that can score text (`scores_continuations = True`) says of continuations."""
+
+    scores: list[float]  # each continuation's summed token log-probability after the prompt
+    prompt_tokens: int
+    seconds: float
+    cached: bool = False
+
+
 @runtime_checkable
 class LLM(Protocol):
     provider: str

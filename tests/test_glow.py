@@ -1,0 +1,175 @@
+"""GLOW: the open-world benchmark builder (deleted facts stay out of the store and every prompt), the
+RGCN label predictor against the majority class and shuffled labels, the prompt variants' fields,
+and the method through the registry and the CLI. Countries S1 (real, 1,158 facts) keeps it quick."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import shared_data
+from kgqa.loaders import load_file
+from kgqa.methods import build_runner
+from kgqa.methods.glow.answer import PROMPTS, VARIANTS, GLOWAnswerer
+from kgqa.methods.glow.context import Fact
+from kgqa.methods.glow.openworld import build, check_absent, read_facts
+from kgqa.methods.glow.patterns import Pattern, PatternSet, Step, load_patterns
+from kgqa.methods.glow.train import GLOWTrainConfig, train
+from kgqa.llm.prompt import load_prompt
+from kgqa.sparql.embedded import EmbeddedWriter
+from scripted_llm import ScriptedLLM
+
+S1 = shared_data("countries", "countries_S1")
+
+
+def kgqa(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Countries S1 as an open-world benchmark (its test facts are the held-out ones), in a store,
+    with a checkpoint trained on it and one trained on shuffled labels."""
+    tmp = tmp_path_factory.mktemp("glow")
+    built = build("countries", read_facts(S1 / "train.txt"), load_patterns("countries"), held_out=read_facts(S1 / "test.txt"))
+    built.write(tmp / "ow")
+    writer = EmbeddedWriter.open(None, "countries")
+    load_file(writer, tmp / "ow" / "kg.tsv", "tsv")
+    store = writer.reader()
+    patterns = built.patterns.patterns
+    meta = train(built.facts, patterns, tmp / "ckpt", GLOWTrainConfig(epochs=150, patience=150), "countries", "a geography", log=lambda _: None)
+    shuffled = train(built.facts, patterns, tmp / "shuffled", GLOWTrainConfig(epochs=150, patience=150, shuffle_labels=True), "countries",
+                     log=lambda _: None)
+    return built, tmp, meta, shuffled, store
+
+
+def test_a_sampled_benchmark_deletes_one_hop_answers_and_the_middle_of_two_hop_chains():
+    facts = []
+    for i in range(60):
+        facts += [(f"p{i}", "nationality", "A" if i % 3 else "B"), (f"p{i}", "born_in", f"c{i % 7}"), (f"p{i}", "knows", f"p{(i + 1) % 60}"),
+                  (f"f{i}", "directed_by", f"p{i}"), (f"f{i}", "year", f"y{i % 5}"), (f"f{i}", "genre", f"g{i % 4}")]
+    patterns = PatternSet("toy", "", (
+        Pattern("person-nationality", "person", "nationality", (Step("nationality"),), ("What is the nationality of {entity}?",), min_class_size=5),
+        Pattern("film-director-nationality", "film", "nationality", (Step("directed_by"), Step("nationality")),
+                ("What is the nationality of the director of {entity}?",), min_class_size=5),
+    ))
+    world = build("toy", facts, patterns, per_pattern=5, seed=3)
+    assert world.manifest["questions"] == {"person-nationality": 5, "film-director-nationality": 5}
+    assert not check_absent(world)
+    kept = set(world.facts)
+    assert not set(world.deleted) & kept
+    for q in world.questions:
+        entity = q["topic_id"]
+        if q["hop"] == 1:
+            assert not any(s == entity and r == "nationality" for s, r, _ in kept)
+            assert {(entity, "nationality", a) for a in q["answer_ids"]} <= set(world.deleted)
+        else:
+            director = next(o for s, r, o in facts if s == entity and r == "directed_by")
+            assert (entity, "directed_by", director) in kept  # the chain's first step stays
+            assert not any(s == director and r == "nationality" for s, r, _ in kept)
+    assert build("toy", facts, patterns, per_pattern=5, seed=3).questions == world.questions  # seeded
+    assert build("toy", facts, patterns, per_pattern=5, seed=4).questions != world.questions
+
+
+def test_deleted_facts_are_absent_from_the_store_and_from_every_prompt(world):
+    built, tmp, _, _, store = world
+    assert len(built.questions) == 24 and built.deleted  # S1's test facts: countries whose region is held out
+    deleted = {(s.replace("_", " "), o) for s, _, o in built.deleted} | {(s, o) for s, _, o in built.deleted}
+    llm = ScriptedLLM(lambda prompt: "europe")
+    for variant in VARIANTS:
+        run = build_runner("glow", store, llm, tmp / "ckpt", {"variant": variant, "choose": "generate"})
+        for q in built.questions:
+            answer = run(q["question"], q["topics"])
+            assert answer.trace.subgraph["stored_answers"] == 0
+            for fact in answer.evidence.facts:
+                head, _, tail = fact.partition(" —")
+                assert (head, tail.rsplit("→ ", 1)[-1]) not in deleted
+    assert len(llm.prompts) == len(VARIANTS) * len(built.questions)
+    for prompt in llm.prompts:
+        for s, r, o in built.deleted:
+            assert f'("{s}", "{r}", "{o}")' not in prompt
+    from kgqa.core.namespace import KGNamespace
+
+    ns = KGNamespace("countries")
+    for s, r, o in built.deleted:
+        edges = store.expand([ns.entity(s)], {ns.entity(s)}, 1000)
+        assert not [e for e in edges if e.relation == ns.relation(r) and e.tail == ns.entity(o)]
+
+
+def test_rgcn_beats_the_majority_class_and_falls_to_chance_with_shuffled_labels(world):
+    built, tmp, meta, shuffled, store = world
+    real = meta["metrics"]["country-region"]
+    assert real["validation_accuracy"] >= real["validation_majority"] + 0.25
+    hits = {}
+    for name in ("ckpt", "shuffled"):  # on the held-out questions, with their true answers
+        run = build_runner("glow", store, None, tmp / name)
+        hits[name] = sum(run(q["question"], q["topics"]).answers[0].label in q["answers"] for q in built.questions) / len(built.questions)
+    majority = max(sum(q["answers"] == [region] for q in built.questions) for region in ("africa", "americas", "asia", "europe", "oceania"))
+    print(hits, majority / len(built.questions))
+    assert hits["ckpt"] >= majority / len(built.questions) + 0.25
+    assert hits["shuffled"] <= majority / len(built.questions) + 0.1
+
+
+def test_each_prompt_variant_carries_exactly_its_fields(world):
+    built, tmp, _, _, store = world
+    answerer = GLOWAnswerer(store, tmp / "ckpt")
+    pattern = answerer.checkpoint.patterns[0]
+    values = answerer.prompt_values(pattern, "zambia", [Fact("zambia", "neighbor", "angola")], [(0, 0.7), (3, 0.2), (1, 0.1)],
+                                    "Which region is zambia located in?")
+    fields = {"labels": "- Help: The possible list of regions are: [africa, americas, asia, europe, oceania]",
+              "triples": '- The country associated triples. [("zambia", "neighbor", "angola")]',
+              "gnn": "[africa, europe, americas]"}
+    expected = {"gn": {"labels", "triples", "gnn"}, "g": {"labels", "triples"}, "n": {"labels", "gnn"}, "l": {"labels"}, "llm-only": set()}
+    for variant in VARIANTS:
+        text = load_prompt(PROMPTS[variant]).render(False, **values)
+        assert {name for name, field in fields.items() if field in text} == expected[variant], variant
+        assert ("zambia" in text) and ("Which region is zambia located in?" in text) == (variant == "llm-only")
+
+
+def test_glow_without_an_llm_answers_the_gnns_top_class_and_a_stored_fact_from_the_store(world):
+    built, tmp, _, _, store = world
+    run = build_runner("glow", store, None, tmp / "ckpt")
+    answer = run(built.questions[0]["question"], built.questions[0]["topics"])
+    assert answer.answers[0].match == "predicted" and len(answer.evidence.candidates) == 3
+    assert answer.answers[0].label == answer.evidence.candidates[0]["label"] and not answer.trace.llm_calls
+    assert answer.trace.subgraph["pattern"] == "country-region" and answer.evidence.facts
+    known = next((s, o) for s, r, o in built.facts if r == "locatedin" and o in ("africa", "europe", "asia") and s[0] != "_")
+    stored = run(f"Which region is {known[0].replace('_', ' ')} located in?", [known[0]])
+    assert [a.label for a in stored.answers] == [known[1]] and stored.answers[0].match == "subgraph"
+    predicted = build_runner("glow", store, None, tmp / "ckpt", {"use_stored": False})(f"Which region is {known[0]} located in?", [known[0]])
+    assert predicted.answers[0].match == "predicted"
+
+
+def test_glow_with_a_scripted_llm_maps_the_reply_onto_a_label_in_one_call(world):
+    built, tmp, _, _, store = world
+    q = built.questions[0]
+    for reply, label in (("Europe", "europe"), ("It is in Southern Africa.", "africa"), ("Mars", None)):
+        answer = build_runner("glow", store, ScriptedLLM([reply]), tmp / "ckpt", {"choose": "generate"})(q["question"], q["topics"])
+        assert len(answer.trace.llm_calls) == 1
+        assert (answer.answers[0].label if answer.answers else None) == label
+        assert (answer.declined is not None) == (label is None)
+    failed = build_runner("glow", store, ScriptedLLM(["!error"]), tmp / "ckpt")(q["question"], q["topics"])
+    assert failed.answers[0].match == "predicted" and "LLM failed" in failed.trace.fallback
+
+
+def test_kgqa_openworld_build_then_train_then_ask(tmp_path):
+    out = tmp_path / "ow"
+    built = kgqa("openworld", "build", str(S1 / "train.txt"), "--kg", "countries", "--patterns", "countries",
+                 "--held-out", str(S1 / "test.txt"), "--out", str(out))
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert json.loads((out / "manifest.json").read_text())["questions"] == {"country-region": 24}
+    trained = kgqa("train", "--method", "glow", "--openworld", str(out), "--out", str(tmp_path / "ckpt"), "--epochs", "40")
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "country-region: validation accuracy" in trained.stdout
+    url = f"oxigraph://{tmp_path / 'store'}"
+    assert kgqa("load", str(out / "kg.tsv"), "--kg", "countries", "--store", url).returncode == 0
+    q = json.loads((out / "questions.jsonl").read_text().splitlines()[0])
+    asked = kgqa("ask", q["question"], "--method", "glow", "--store", url, "--checkpoint", str(tmp_path / "ckpt"), "--json")
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    answer = json.loads(asked.stdout)
+    assert answer["answers"][0]["match"] == "predicted" and answer["trace"]["subgraph"]["pattern"] == "country-region"
+    bad = kgqa("openworld", "build", str(S1 / "train.txt"), "--kg", "countries", "--patterns", "nowhere", "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "nowhere" in bad.stderr
