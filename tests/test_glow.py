@@ -173,3 +173,21 @@ def test_kgqa_openworld_build_then_train_then_ask(tmp_path):
     assert answer["answers"][0]["match"] == "predicted" and answer["trace"]["subgraph"]["pattern"] == "country-region"
     bad = kgqa("openworld", "build", str(S1 / "train.txt"), "--kg", "countries", "--patterns", "nowhere", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "nowhere" in bad.stderr
+
+
+def test_the_relational_conv_is_pygs_rgcnconv_with_mean_aggregation():
+    import numpy as np
+    import torch
+    from torch_geometric.nn import RGCNConv
+
+    from kgqa.methods.glow.rgcn import RelationalConv, SortedEdges
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    edge_index, edge_type = rng.integers(0, 40, (2, 300)), rng.integers(0, 6, 300)
+    x = torch.randn(40, 8)
+    mine = RelationalConv(8, 4, 6, 3)
+    reference = RGCNConv(8, 4, 6, num_bases=3, aggr="mean")
+    reference.load_state_dict(mine.state_dict())
+    expected = reference(x, torch.from_numpy(edge_index), torch.from_numpy(edge_type))
+    assert torch.allclose(mine(x, SortedEdges.of(edge_index, edge_type, 6, 40)), expected, atol=1e-5)

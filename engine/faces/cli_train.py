@@ -53,7 +53,7 @@ def train(
     if method not in ("kgfr", "rapl", "glow"):
         fail(f"--method must be kgfr, rapl or glow, not {method!r}")
     if method == "glow":
-        _train_glow(openworld, out_dir, qa, epochs or 200, patience or 25, lr or 5e-3, validation, seed, time_budget)
+        _train_glow(openworld, out_dir, qa, epochs or 200, patience or 25, lr or 5e-3, validation, seed, time_budget, device)
         return
     if method == "rapl":
         epochs, patience, lr = epochs or 15, patience or 3, lr or 1e-3
@@ -142,7 +142,7 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
 
 
-def _train_glow(openworld, out_dir, qa, epochs, patience, lr, validation, seed, time_budget) -> None:  # type: ignore[no-untyped-def]
+def _train_glow(openworld, out_dir, qa, epochs, patience, lr, validation, seed, time_budget, device) -> None:  # type: ignore[no-untyped-def]
     """GLOW: one RGCN per pattern on the benchmark's KG (its deleted facts absent), every entity's top classes saved."""
     from kgqa.methods.glow.openworld import read_facts
     from kgqa.methods.glow.patterns import load_patterns
@@ -158,7 +158,7 @@ def _train_glow(openworld, out_dir, qa, epochs, patience, lr, validation, seed, 
         texts = {p["name"]: p.get("label_texts", p["labels"]) for p in raw["patterns"]}
         facts = read_facts(openworld / "kg.tsv")
         config = GLOWTrainConfig(epochs=epochs, patience=patience, lr=lr, validation=validation, seed=seed,
-                                 time_budget=time_budget * 60 if time_budget else None)
+                                 time_budget=time_budget * 60 if time_budget else None, device=device)
         meta = run_training(facts, patterns.patterns, out_dir, config, patterns.kg, patterns.description, texts,
                             log=lambda line: err.print(line, highlight=False))
     except (KGQAError, ValueError, OSError) as exc:

@@ -29,6 +29,9 @@ class SortedEdges:
     norm: torch.Tensor
     offsets: list[int]  # edges of type r are [offsets[r], offsets[r+1])
 
+    def to(self, device: torch.device) -> "SortedEdges":
+        return SortedEdges(self.src.to(device), self.dst.to(device), self.norm.to(device), self.offsets)
+
     @staticmethod
     def of(edge_index: np.ndarray, edge_type: np.ndarray, num_types: int, num_nodes: int) -> "SortedEdges":
         order = np.argsort(edge_type, kind="stable")

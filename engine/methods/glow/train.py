@@ -29,7 +29,7 @@ import torch
 from kgqa.methods.glow.graph import KGGraph, kg_graph
 from kgqa.methods.glow.patterns import Fact, Pattern, follow
 from kgqa.methods.glow.rgcn import RGCN, SortedEdges
-from kgqa.methods.kgfr.train import TimeBudget
+from kgqa.methods.kgfr.train import TimeBudget, pick_device
 
 FORMAT = "glow/1"
 EVALUATE_EVERY = 5  # full-graph steps between validations (a validation costs a forward pass)
@@ -50,7 +50,8 @@ class GLOWTrainConfig:
     seed: int = 0
     top: int = 10  # classes kept per entity in the checkpoint
     shuffle_labels: bool = False  # a control: the labels of the training nodes permuted
-    time_budget: float | None = None  # seconds for all patterns
+    time_budget: float | None = None  # seconds for all patterns, shared equally
+    device: str = "auto"  # auto: CUDA where present
 
 
 @dataclass
@@ -103,7 +104,7 @@ def _loss(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def _accuracy(logits: torch.Tensor, mask: torch.Tensor) -> float:
     if not len(mask):
         return float("nan")
-    return float(mask[torch.arange(len(mask)), logits.argmax(1)].float().mean())
+    return float(mask[torch.arange(len(mask), device=mask.device), logits.argmax(1)].float().mean())
 
 
 def fit_pattern(graph: KGGraph, facts: Sequence[Fact], pattern: Pattern, config: GLOWTrainConfig,
@@ -118,13 +119,14 @@ def fit_pattern(graph: KGGraph, facts: Sequence[Fact], pattern: Pattern, config:
     order = rng.permutation(len(rows))
     cut = max(1, int(round(len(rows) * config.validation)))
     val, tr = order[:cut], order[cut:]
-    mask = _gold_mask(gold, len(pattern.labels))
+    device = pick_device(config.device)
+    mask = _gold_mask(gold, len(pattern.labels)).to(device)
     majority = Counter(c for i in tr for c in gold[i]).most_common(1)[0][0]
-    edges = label_free_edges(graph, pattern)
+    edges = label_free_edges(graph, pattern).to(device)
     model = RGCN(graph.num_nodes, graph.num_edge_types, len(pattern.labels), config.dim, config.hidden, config.layers,
-                 config.dropout, config.bases)
+                 config.dropout, config.bases).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    tr_rows, val_rows = torch.from_numpy(rows[tr]), torch.from_numpy(rows[val])
+    tr_rows, val_rows = torch.from_numpy(rows[tr]).to(device), torch.from_numpy(rows[val]).to(device)
     best, best_state, stale, epochs = -1.0, None, 0, 0
     started = time.perf_counter()
     for epoch in range(config.epochs):
@@ -163,7 +165,7 @@ def fit_pattern(graph: KGGraph, facts: Sequence[Fact], pattern: Pattern, config:
                "epochs": epochs, "seconds": round(time.perf_counter() - started, 1), "validation_accuracy": round(best, 4),
                "validation_majority": round(float(mask[val][:, majority].float().mean()), 4), "majority_class": pattern.labels[majority]}
     log(f"  {pattern.name}: validation accuracy {best:.3f} (majority class {metrics['validation_majority']:.3f}) after {epochs} epochs")
-    return PatternFit(pattern.name, classes.numpy().astype(np.int16), scores.numpy().astype(np.float16), metrics)
+    return PatternFit(pattern.name, classes.cpu().numpy().astype(np.int16), scores.cpu().numpy().astype(np.float16), metrics)
 
 
 def train(facts: Sequence[Fact], patterns: Sequence[Pattern], out: Path, config: GLOWTrainConfig = GLOWTrainConfig(),
@@ -172,8 +174,8 @@ def train(facts: Sequence[Fact], patterns: Sequence[Pattern], out: Path, config:
     """Fit every pattern, write the checkpoint to `out`, return its config."""
     graph = kg_graph(facts)
     log(f"graph: {graph.num_nodes} entities, {len(graph.relations)} relations, {graph.edge_index.shape[1] // 2} facts")
-    budget = TimeBudget(config.time_budget)
-    fits = [fit_pattern(graph, facts, p, config, budget, log) for p in patterns]
+    share = config.time_budget / len(patterns) if config.time_budget else None  # each pattern its part of the budget
+    fits = [fit_pattern(graph, facts, p, config, TimeBudget(share), log) for p in patterns]
     out.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {"entities": np.asarray(graph.entities)}
     for fit in fits:
