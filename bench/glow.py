@@ -1,7 +1,8 @@
 """GLOW on open-world benchmarks: FB15k-237-OW (seven patterns, one of them two-hop) and Countries S1–S3.
 
     python bench/glow.py build --work /tmp/glow               # benchmarks (kgqa openworld build) + embedded stores
-    python bench/glow.py train --work /tmp/glow [--bundle]    # one checkpoint per KG (--bundle: copy into the package)
+    python bench/glow.py train --work /tmp/glow               # one checkpoint per KG
+    python bench/glow.py bundle --work /tmp/glow              # copy them into the package, each with a README
     python bench/glow.py table --work /tmp/glow --llm gemma3-270m [--per-pattern 20] [--generate] [--llm-cache DIR]
 
 The table: accuracy per pattern (the answer is one of the deleted facts' classes) of the majority
@@ -57,7 +58,7 @@ def build_all(work: Path, only: list[str] | None) -> None:
         print(f"{kg}: {world.manifest['kept']:,} facts kept, {world.manifest['deleted']:,} deleted, questions {world.manifest['questions']}", flush=True)
 
 
-def train_all(work: Path, only: list[str] | None, bundle: bool) -> None:
+def train_all(work: Path, only: list[str] | None) -> None:
     for kg in BENCHMARKS:
         if only and kg not in only:
             continue
@@ -69,11 +70,51 @@ def train_all(work: Path, only: list[str] | None, bundle: bool) -> None:
         meta_path = work / f"{kg}.ckpt" / "config.json"
         meta["benchmark"] = json.loads((folder / "manifest.json").read_text())
         meta_path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
-        if bundle:
-            target = CHECKPOINTS / kg
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(work / f"{kg}.ckpt", target)
+        (work / f"{kg}.ckpt" / "README.md").write_text(checkpoint_readme(kg, meta))
+
+
+def bundle(work: Path, only: list[str] | None) -> None:
+    """Copy trained checkpoints into the package (engine/methods/glow/checkpoints/<kg>), each with its README."""
+    for kg in BENCHMARKS:
+        if only and kg not in only:
+            continue
+        source, target = work / f"{kg}.ckpt", CHECKPOINTS / kg
+        meta = json.loads((source / "config.json").read_text())
+        if "benchmark" not in meta:
+            meta["benchmark"] = json.loads((work / kg / "manifest.json").read_text())
+            (source / "config.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+        (source / "README.md").write_text(checkpoint_readme(kg, meta))
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        for name in ("config.json", "predictions.npz", "README.md"):
+            shutil.copy2(source / name, target / name)
+        print(f"{kg}: bundled in {target}")
+
+
+SOURCES = {
+    "fb15k237-ow": "FB15k-237 (Toutanova & Chen 2015: the FB15K-237 Knowledge Base Completion Dataset of Microsoft Research, from Freebase; under its terms) with Wikidata labels "
+                   "(villmow/datasets_knowledge_embedding, MIT): train, valid and test facts together",
+    "countries": "Countries S1–S3 (Bouchard, Singh & Trouillon 2015), from TimDettmers/ConvE (MIT): train facts; valid and test held out",
+}
+
+
+def checkpoint_readme(kg: str, meta: dict) -> str:
+    bench = meta["benchmark"]
+    lines = [f"# {kg}", "",
+             f"GLOW label predictors (`kgqa.methods.glow`, format {meta['format']}): one RGCN per pattern (eq. 2; 2 layers, "
+             f"{meta['train']['dim']}-d learned node embeddings, {meta['train']['hidden']} hidden, dropout {meta['train']['dropout']}, "
+             f"{meta['train']['bases']} bases), trained on CPU by `python bench/glow.py train --work WORK --only {kg}` on the KG that "
+             f"`kgqa openworld build` left (seed {bench['seed']}): {bench['kept']:,} facts, {bench['deleted']:,} deleted or held out. "
+             "Each pattern's RGCN reads the KG without the facts that state its classes. The checkpoint holds every entity's "
+             f"top {meta['train']['top']} classes per pattern (`predictions.npz`), not the weights.", "",
+             "| pattern | classes | labelled entities | validation accuracy | majority class | epochs |", "|---|---:|---:|---:|---:|---:|"]
+    for name, m in meta["metrics"].items():
+        lines.append(f"| {name} | {m['classes']} | {m['labelled']:,} | {m['validation_accuracy']:.3f} | {m['validation_majority']:.3f} | {m['epochs']} |")
+    lines += ["", "Validation: 10 % of the labelled entities (seed 0), whose answering facts stay in the KG but not in the graph the RGCN reads. "
+              "The benchmark's questions (their facts deleted) are never trained on; accuracy on them: `python bench/glow.py table`.", "",
+              f"Data: {SOURCES['countries' if kg.startswith('countries') else kg]}.", ""]
+    return "\n".join(lines)
 
 
 def table(work: Path, only: list[str] | None, llm_spec: str | None, per_pattern: int, generate: bool, cache: Path | None) -> None:
@@ -132,10 +173,9 @@ def table(work: Path, only: list[str] | None, llm_spec: str | None, per_pattern:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("build", "train", "table"))
+    parser.add_argument("step", choices=("build", "train", "bundle", "table"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/glow"))
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--bundle", action="store_true")
     parser.add_argument("--llm")
     parser.add_argument("--llm-cache", type=Path)
     parser.add_argument("--per-pattern", type=int, default=20)
@@ -145,7 +185,9 @@ def main() -> None:
     if args.step == "build":
         build_all(args.work, args.only)
     elif args.step == "train":
-        train_all(args.work, args.only, args.bundle)
+        train_all(args.work, args.only)
+    elif args.step == "bundle":
+        bundle(args.work, args.only)
     else:
         table(args.work, args.only, args.llm, args.per_pattern, args.generate, args.llm_cache)
 

@@ -191,3 +191,20 @@ def test_the_relational_conv_is_pygs_rgcnconv_with_mean_aggregation():
     reference.load_state_dict(mine.state_dict())
     expected = reference(x, torch.from_numpy(edge_index), torch.from_numpy(edge_type))
     assert torch.allclose(mine(x, SortedEdges.of(edge_index, edge_type, 6, 40)), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant,floor", [("S1", 0.9), ("S2", 0.75)])
+def test_the_bundled_countries_checkpoints_predict_the_held_out_regions(variant, floor, tmp_path):
+    """The bundled checkpoints, through the registry with no --checkpoint: the store's KG name picks
+    them. Their questions' facts were held out of training (Countries' valid and test facts)."""
+    folder = shared_data("countries", f"countries_{variant}")
+    kg = f"countries-{variant.lower()}"
+    held = read_facts(folder / "valid.txt") + read_facts(folder / "test.txt")
+    world = build(kg, read_facts(folder / "train.txt"), load_patterns("countries"), held_out=held)
+    world.write(tmp_path)
+    writer = EmbeddedWriter.open(None, kg)
+    load_file(writer, tmp_path / "kg.tsv", "tsv")
+    run = build_runner("glow", writer.reader(), None)
+    hits = [run(q["question"], q["topics"]).answers[0].label in q["answers"] for q in world.questions]
+    assert len(hits) == 48 and sum(hits) / len(hits) >= floor
+

@@ -33,9 +33,10 @@ files = sorted(
 )
 files += sorted(f"kgqa.llm/prompts/{f.name}" for f in (resources.files("kgqa.llm") / "prompts").iterdir())
 files += sorted(
-    f"kgqa.methods.kgfr/checkpoints/{d.name}/{f.name}"
-    for d in (resources.files("kgqa.methods.kgfr") / "checkpoints").iterdir() if d.is_dir() for f in d.iterdir()
+    f"kgqa.methods.{m}/checkpoints/{d.name}/{f.name}" for m in ("kgfr", "rapl", "glow")
+    for d in (resources.files(f"kgqa.methods.{m}") / "checkpoints").iterdir() if d.is_dir() for f in d.iterdir()
 )
+files += sorted(f"kgqa.methods.glow/patterns/{f.name}" for f in (resources.files("kgqa.methods.glow") / "patterns").iterdir() if f.suffix == ".json")
 print(json.dumps({"origin": kgqa.__file__, "modules": mods, "files": files}))
 """
 
@@ -66,4 +67,6 @@ def test_wheel_and_editable_install_import_the_same_modules(tmp_path):
     assert {"kgqa.sparql", "kgqa.cypher", "kgqa.loaders", "kgqa.retrieval.app", "kgqa.faces.cli"} <= set(built["modules"])
     assert {"kgqa.sparql/expand_hop.rq", "kgqa.sparql/virtuoso_counts.sql", "kgqa.cypher/expand_hops.cypher"} <= set(built["files"])
     assert "kgqa.methods.kgfr/checkpoints/kgfr-metaqa/model.safetensors" in built["files"]
+    assert {"kgqa.methods.rapl/checkpoints/rapl-metaqa/model.safetensors", "kgqa.methods.glow/checkpoints/fb15k237-ow/predictions.npz",
+            "kgqa.methods.glow/patterns/countries.json"} <= set(built["files"])
     assert any(f.startswith("kgqa.llm/prompts/") and f.endswith(".txt") for f in built["files"])
