@@ -208,3 +208,16 @@ def test_the_bundled_countries_checkpoints_predict_the_held_out_regions(variant,
     hits = [run(q["question"], q["topics"]).answers[0].label in q["answers"] for q in world.questions]
     assert len(hits) == 48 and sum(hits) / len(hits) >= floor
 
+
+
+def test_questions_phrased_freely_find_their_pattern():
+    from kgqa.methods.glow.answer import CHECKPOINTS
+
+    answerer = GLOWAnswerer(None, CHECKPOINTS / "fb15k237-ow")  # the pattern is read from the question alone
+    for question, entity, pattern in [
+        ("Where is Tom Hanks a citizen?", "Tom Hanks", "person-nationality"), ("Is Meryl Streep female?", "Meryl Streep", "person-gender"),
+        ("What job does Tom Hanks have?", "Tom Hanks", "person-profession"), ("Which language is spoken in the movie Amelie?", "Amelie", "film-language"),
+        ("Which country produced the film Amelie?", "Amelie", "film-country"), ("What is the genre of Titanic?", "Titanic", "film-genre"),
+        ("what nationality is the person who directed Titanic", "Titanic", "film-director-nationality"),
+    ]:
+        assert answerer.pick_pattern(question, entity)[0].name == pattern, question
