@@ -221,3 +221,16 @@ def test_questions_phrased_freely_find_their_pattern():
         ("what nationality is the person who directed Titanic", "Titanic", "film-director-nationality"),
     ]:
         assert answerer.pick_pattern(question, entity)[0].name == pattern, question
+
+
+def test_the_judge_matches_exactly_and_reads_the_llm_judges_pairs():
+    from kgqa.llm.protocol import LLMError
+    from kgqa.methods.glow.judge import exact_match, llm_judge
+
+    assert exact_match("United States of America", ["united states of america"]) and not exact_match("USA", ["United States of America"])
+    assert not exact_match(None, ["x"])
+    judge = ScriptedLLM(["[[0,1],[1,1]]", "I think they match"])
+    assert llm_judge(judge, [("painter", "artist"), ("Europe", "europe")]) == [(0, 1), (1, 1)]
+    assert "[[painter, artist], [Europe, europe]]" in judge.prompts[0] and "exactly 2 pairs" in judge.prompts[0]
+    with pytest.raises(LLMError, match="not 1 pairs"):
+        llm_judge(judge, [("a", "b")])
