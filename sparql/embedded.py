@@ -61,6 +61,13 @@ class EmbeddedWriter(RdfWriter):
         """A reader over the same store (for in-memory stores, which cannot be reopened)."""
         return EmbeddedStore(self._store, self.kg)
 
+    def close(self) -> None:
+        """Flush and let go of the store: RocksDB closes an on-disk store when its last handle does,
+        so that a read-only open in this process afterwards (the CLI in a test) sees a finished one."""
+        if self._store is not None:
+            self._store.flush()
+        self._store = self._read = None  # type: ignore[assignment]
+
     def _add(self, quads, bulk: bool) -> None:  # type: ignore[no-untyped-def]
         # bulk_extend skips per-transaction costs (MetaQA on disk: 19 s → 9.6 s; counts after a
         # 1M-edge hub: 114 s → 47 s); progress markers use the transactional extend.
