@@ -16,7 +16,7 @@ import numpy as np
 
 from kgqa.core.answer import Answer, AnswerItem, Evidence
 from kgqa.core.control import check
-from kgqa.core.events import EvidenceReady, Linked, emit
+from kgqa.core.events import EvidenceReady, emit
 from kgqa.core.namespace import KGNamespace
 from kgqa.core.store import GraphStore
 from kgqa.llm.protocol import LLM, LLMError
@@ -25,7 +25,7 @@ from kgqa.methods.glow.choose import Choice, choose
 from kgqa.methods.glow.context import Fact, context_facts, stored_answers
 from kgqa.methods.glow.patterns import Pattern
 from kgqa.methods.glow.train import FORMAT
-from kgqa.retrieval.linking import link_or_resolve
+from kgqa.methods.linking_step import link_into
 from kgqa.retrieval.text import TextEncoder
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
@@ -116,14 +116,8 @@ class GLOWAnswerer:
         started = time.perf_counter()
         result = Answer(question, "glow")
         trace = result.trace
-        check("linking")
-        linking = link_or_resolve(self.store, question, topics, self.encoder)
-        result.topics = linking.topics_json()
-        trace.linking_candidates = linking.candidates_json()
-        emit(Linked(result.topics))
-        if not linking.topics:
-            result.declined = "no entity of the KG was found in the question"
-            trace.fallback = "no topic entity was linked"
+        linking = link_into(result, self.store, topics, self.encoder)
+        if linking is None:
             return result
         topic = linking.topics[0]
         pattern, similarity = self.pick_pattern(question, topic.query)

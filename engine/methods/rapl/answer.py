@@ -20,12 +20,13 @@ import torch
 
 from kgqa.core.answer import Answer, AnswerItem, Evidence
 from kgqa.core.control import check
-from kgqa.core.events import EvidenceReady, Linked, Retrieved, emit
+from kgqa.core.events import EvidenceReady, Retrieved, emit
 from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
 from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
 from kgqa.methods.kgfr.batch import relation_texts
+from kgqa.methods.linking_step import link_into
 from kgqa.methods.rapl.data import one_question_batch
 from kgqa.methods.rapl.decode import Walk, decode
 from kgqa.methods.rapl.labels import path_text
@@ -34,7 +35,6 @@ from kgqa.methods.rapl.train import FORMAT, load_checkpoint
 from kgqa.retrieval.answer_mapping import map_answers
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.label_index import index_for
-from kgqa.retrieval.linking import link_or_resolve
 from kgqa.retrieval.text import TextEncoder
 
 BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "rapl-metaqa"
@@ -106,15 +106,9 @@ class RAPLAnswerer:
         started = time.perf_counter()
         result = Answer(question, "rapl")
         trace = result.trace
-        check("linking")
-        linking = link_or_resolve(self.store, question, topics, self.encoder)
+        linking = link_into(result, self.store, topics, self.encoder)
         trace.seconds["link"] = time.perf_counter() - started
-        result.topics = linking.topics_json()
-        trace.linking_candidates = linking.candidates_json()
-        emit(Linked(result.topics))
-        if not linking.topics:
-            result.declined = "no entity of the KG was found in the question"
-            trace.fallback = "no topic entity was linked"
+        if linking is None:
             return result
         check("retrieval")
         mark = time.perf_counter()
