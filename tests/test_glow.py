@@ -171,6 +171,9 @@ def test_kgqa_openworld_build_then_train_then_ask(tmp_path):
     assert asked.returncode == 0, asked.stderr[-2000:]
     answer = json.loads(asked.stdout)
     assert answer["answers"][0]["match"] == "predicted" and answer["trace"]["subgraph"]["pattern"] == "country-region"
+    shown = kgqa("ask", q["question"], "--method", "glow", "--store", url, "--checkpoint", str(tmp_path / "ckpt"))
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert answer["answers"][0]["label"] in shown.stdout and "pattern country-region · 5 classes" in shown.stdout
     bad = kgqa("openworld", "build", str(S1 / "train.txt"), "--kg", "countries", "--patterns", "nowhere", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "nowhere" in bad.stderr
 

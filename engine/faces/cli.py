@@ -168,7 +168,11 @@ def ask(
     t = result.trace
     llm_cost = t.llm_totals()
     cost = f" · {llm_cost['calls']} LLM calls, {llm_cost['prompt_tokens']:,}+{llm_cost['completion_tokens']:,} tokens" if llm_cost["calls"] else ""
-    sub = f"subgraph {t.subgraph['nodes']:,} nodes · {t.subgraph['edges']:,} edges · " if t.subgraph else ""
+    sub = ""
+    if "nodes" in t.subgraph:
+        sub = f"subgraph {t.subgraph['nodes']:,} nodes · {t.subgraph.get('edges', 0):,} edges · "
+    elif "pattern" in t.subgraph:  # glow reads the entity's facts, not a subgraph
+        sub = f"pattern {t.subgraph['pattern']} · {t.subgraph.get('classes', 0)} classes · {t.subgraph.get('context_facts', 0)} facts · "
     out.print(f"[dim]{sub}{t.round_trips} round trips{cost} · {t.seconds.get('total', 0.0) * 1000:.0f} ms[/]", highlight=False)
     if t.fallback:
         out.print(f"[yellow]fallback: {t.fallback}[/]", highlight=False)
