@@ -108,7 +108,6 @@ def test_rgcn_beats_the_majority_class_and_falls_to_chance_with_shuffled_labels(
         run = build_runner("glow", store, None, tmp / name)
         hits[name] = sum(run(q["question"], q["topics"]).answers[0].label in q["answers"] for q in built.questions) / len(built.questions)
     majority = max(sum(q["answers"] == [region] for q in built.questions) for region in ("africa", "americas", "asia", "europe", "oceania"))
-    print(hits, majority / len(built.questions))
     assert hits["ckpt"] >= majority / len(built.questions) + 0.25
     assert hits["shuffled"] <= majority / len(built.questions) + 0.1
 
