@@ -99,6 +99,32 @@ def test_deleted_facts_are_absent_from_the_store_and_from_every_prompt(world):
         assert not [e for e in edges if e.relation == ns.relation(r) and e.tail == ns.entity(o)]
 
 
+def test_drawn_targets_lose_facts_the_store_held_and_no_prompt_shows_them(tmp_path):
+    """Drawn (not held-out) targets on Countries S1: their region facts were in the KG before the
+    build, are absent from the loaded store, and appear in no prompt of any variant."""
+    original = read_facts(S1 / "train.txt")
+    world = build("countries", original, load_patterns("countries"), per_pattern=15, seed=5)
+    assert len(world.questions) == 15 and set(world.deleted) <= set(original)
+    world.write(tmp_path)
+    writer = EmbeddedWriter.open(None, "countries")
+    load_file(writer, tmp_path / "kg.tsv", "tsv")
+    store = writer.reader()
+    from kgqa.core.namespace import KGNamespace
+
+    ns = KGNamespace("countries")
+    for s, r, o in world.deleted:
+        assert not [e for e in store.expand([ns.entity(s)], {ns.entity(s)}, 1000) if e.relation == ns.relation(r) and e.tail == ns.entity(o)]
+    train(world.facts, world.patterns.patterns, tmp_path / "ckpt", GLOWTrainConfig(epochs=20), "countries", log=lambda _: None)
+    llm = ScriptedLLM(lambda prompt: "europe")
+    for variant in ("g", "gn"):
+        run = build_runner("glow", store, llm, tmp_path / "ckpt", {"variant": variant, "choose": "generate", "use_stored": False})
+        for q in world.questions:
+            run(q["question"], q["topics"])
+    for prompt in llm.prompts:
+        for s, r, o in world.deleted:
+            assert f'("{s}", "{r}", "{o}")' not in prompt
+
+
 def test_rgcn_beats_the_majority_class_and_falls_to_chance_with_shuffled_labels(world):
     built, tmp, meta, shuffled, store = world
     real = meta["metrics"]["country-region"]

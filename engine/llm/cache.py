@@ -70,10 +70,7 @@ class CachedLLM:
         except (OSError, ValueError, TypeError):
             pass
         scored = self.inner.continuation_logprobs(prompt, continuations)  # type: ignore[attr-defined]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(scored)))
-        os.replace(tmp, path)
+        self._save(path, scored)  # type: ignore[arg-type]
         return scored
 
     def close(self) -> None:

@@ -40,6 +40,11 @@ def option(default: Any, help: str, *, min: float | None = None, max: float | No
                                             "choices": tuple(choices) if choices else None, "flags": tuple(flags)})
 
 
+def one_call_with_an_llm(options: Any, topics: int, has_llm: bool) -> int:
+    """The call bound of a method that asks an LLM once, where it has one (rapl, glow)."""
+    return 1 if has_llm else 0
+
+
 @dataclass(frozen=True)
 class OptionSpec:
     name: str

@@ -6,9 +6,8 @@ Heavy modules are imported by the factory, not here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from kgqa.methods.registry import Method, MethodContext, Runner, option
+from kgqa.methods.registry import Method, MethodContext, Runner, one_call_with_an_llm, option
 
 
 @dataclass(frozen=True)
@@ -34,14 +33,10 @@ def build(context: MethodContext, options: GLOWOptions) -> Runner:
     return shared.with_options(settings, context.llm).answer
 
 
-def call_bound(options: Any, topics: int, has_llm: bool) -> int:
-    return 1 if has_llm else 0
-
-
 METHOD = Method(
     name="glow",
     summary="GLOW: open-world answers where the KG lacks the fact: an RGCN predicts the label's top classes, "
             "the LLM picks one given the entity's facts (no LLM: the GNN's top class)",
-    options=GLOWOptions, needs_llm="optional", call_bound=call_bound,
+    options=GLOWOptions, needs_llm="optional", call_bound=one_call_with_an_llm,
     call_bound_text="0 without an LLM; 1 with one", build=build,
 )

@@ -129,7 +129,8 @@ class GLOWAnswerer:
         before = self.store.round_trips
         facts, along_first = context_facts(self.store, topic.entity.iri, pattern, self.settings.facts_per_relation)
         stored = stored_answers(self.store, pattern, along_first) if self.settings.use_stored else []
-        stored = [i for i in stored if i in {ns.entity(c) for c in pattern.labels}]  # "which region": not the subregion
+        classes = {ns.entity(c) for c in pattern.labels}
+        stored = [i for i in stored if i in classes]  # "which region": not the subregion
         trace.round_trips = self.store.round_trips - before
         trace.seconds["retrieve"] = time.perf_counter() - mark
         row = self.checkpoint.rows(self.store.kg).get(topic.entity.iri)

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgqa.core.answer import LLMCall
+from kgqa.core.labels import normalise_label
 from kgqa.llm.prompt import load_prompt
 from kgqa.llm.protocol import LLM, LLMError
-from kgqa.llm.session import LLMSession
+from kgqa.llm.session import CallBudgetExceeded, LLMSession
 
 
 @dataclass
@@ -25,14 +26,10 @@ class Choice:
     prompt: str = ""
 
 
-def normalise(text: str) -> str:
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
-
-
 def map_onto_labels(reply: str, labels: Sequence[str]) -> tuple[int | None, str]:
-    first = normalise(reply.strip().splitlines()[0] if reply.strip() else "")
+    first = normalise_label(reply.strip().splitlines()[0] if reply.strip() else "")
     first = re.sub(r"^(answer|the answer is)\s+", "", first)
-    norm = [normalise(label) for label in labels]
+    norm = [normalise_label(label) for label in labels]
     for i, label in enumerate(norm):
         if label and first == label:
             return i, "equal"
@@ -56,7 +53,7 @@ def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classe
     if mode == "likelihood" and can_score(llm):
         text = load_prompt(prompt_name).render(llm.few_shot, **values)
         if len(session.calls) >= session.max_calls:
-            raise LLMError(f"{purpose}: past the method's bound of {session.max_calls} calls")
+            raise CallBudgetExceeded(f"{purpose}: call {len(session.calls) + 1} is past this method's bound of {session.max_calls}")
         record = LLMCall(purpose, llm.provider, llm.model)
         session.calls.append(record)
         try:

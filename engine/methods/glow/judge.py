@@ -8,13 +8,13 @@ import json
 import re
 from collections.abc import Sequence
 
+from kgqa.core.labels import normalise_label
 from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
-from kgqa.methods.glow.choose import normalise
 
 
 def exact_match(predicted: str | None, gold: Sequence[str]) -> bool:
-    return predicted is not None and normalise(predicted) in {normalise(g) for g in gold}
+    return predicted is not None and normalise_label(predicted) in {normalise_label(g) for g in gold}
 
 
 def llm_judge(llm: LLM, pairs: Sequence[tuple[str, str]]) -> list[tuple[int, int]]:

@@ -69,7 +69,7 @@ def read_facts(path: Path) -> list[Fact]:
         for number, line in enumerate(f, 1):
             if not line.strip() or line.startswith("#"):
                 continue
-            parts = line.rstrip("\r\n").split("\t")
+            parts = [part.strip() for part in line.rstrip("\r\n").split("\t")]  # as the store's loader reads them
             if len(parts) != 3:
                 raise ValueError(f"{path}:{number}: expected subject<TAB>relation<TAB>object, found {len(parts)} fields")
             facts.append((parts[0], parts[1], parts[2]))
@@ -84,7 +84,9 @@ def read_labels(path: Path) -> dict[str, str]:
             return {k: v["label"] for k, v in json.load(f).items() if isinstance(v, dict) and v.get("label")}
         labels = {}
         for number, line in enumerate(f, 1):
-            parts = line.rstrip("\r\n").split("\t")
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = [part.strip() for part in line.rstrip("\r\n").split("\t")]
             if len(parts) != 2:
                 raise ValueError(f"{path}:{number}: expected id<TAB>label")
             labels[parts[0]] = parts[1]
@@ -118,7 +120,7 @@ def build(kg: str, facts: Sequence[Fact], patterns: PatternSet, per_pattern: int
     for pattern in patterns.patterns:
         known = along(pattern.path)
         ends = (along(pattern.path, held) if pattern.hops == 1 else {}) if held_out else known
-        classes = class_set(pattern, known if held_out else ends)
+        classes = class_set(pattern, known)
         resolved.append(Pattern(pattern.name, pattern.entity_type, pattern.label_name, pattern.path, pattern.phrasings, classes,
                                 pattern.min_class_size, pattern.max_classes))
         in_set = set(classes)
@@ -132,7 +134,11 @@ def build(kg: str, facts: Sequence[Fact], patterns: PatternSet, per_pattern: int
             continue  # the KG lacks exactly the held-out facts; it keeps the rest (Countries S1 keeps the subregion)
         # The facts that answer the chosen entities: every target-relation fact at the end the pattern leaves by.
         step = pattern.target
-        leaving = set(chosen) if pattern.hops == 1 else {m for e in chosen for m in along(pattern.path[:1]).get(e, ())}
+        if pattern.hops == 1:
+            leaving = set(chosen)
+        else:
+            middles = along(pattern.path[:1])
+            leaving = {m for e in chosen for m in middles.get(e, ())}
         for f in by_relation.get(step.relation, ()):
             if f[0] in leaving or f[2] in leaving:
                 to_delete.add(f)

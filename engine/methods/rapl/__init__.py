@@ -5,9 +5,8 @@ go into the reasoner prompt. Heavy modules are imported by the factory, not here
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from kgqa.methods.registry import Method, MethodContext, Runner, option
+from kgqa.methods.registry import Method, MethodContext, Runner, one_call_with_an_llm, option
 
 
 @dataclass(frozen=True)
@@ -27,14 +26,10 @@ def build(context: MethodContext, options: RAPLOptions) -> Runner:
     return shared.with_options(Decoding(options.starts, options.rollouts, options.paths, options.answer_share), context.llm).answer
 
 
-def call_bound(options: Any, topics: int, has_llm: bool) -> int:
-    return 1 if has_llm else 0
-
-
 METHOD = Method(
     name="rapl",
     summary="RAPL: a line-graph GNN walks reasoning paths from the topic entities and learns when to stop (no LLM: the paths' tails); "
             "with --llm the paths go to the reasoner prompt",
-    options=RAPLOptions, needs_llm="optional", call_bound=call_bound,
+    options=RAPLOptions, needs_llm="optional", call_bound=one_call_with_an_llm,
     call_bound_text="0 without an LLM; 1 with one", build=build,
 )

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kgqa.methods.kgfr.train import TimeBudget, _chunks, code_version, pick_device
+from kgqa.methods.kgfr.train import TimeBudget, _chunks, code_version, pick_device, save_history
 from kgqa.methods.rapl.data import RAPLPack
 from kgqa.methods.rapl.decode import decode
 from kgqa.methods.rapl.model import RAPL, STOP, RAPLBatch
@@ -122,7 +122,10 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
     `validate_on` of) its validation ones."""
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
-    device = pick_device(config.device)
+    if config.device == "cuda":
+        # batches, losses and decoding build their tensors on the CPU; untested on a GPU, so refused
+        raise ValueError("rapl trains on the CPU only (--device auto or cpu); use --time-budget and --init to train in parts")
+    device = torch.device("cpu")
     if config.init:
         model, _ = load_checkpoint(Path(config.init), str(device))
         log(f"starting from {config.init} ({model.config()})")
@@ -138,7 +141,7 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
     if validate_on is not None and len(val) > validate_on:
         val = sorted(random.Random(1).sample(val, validate_on))
     history: list[dict] = []
-    best, best_epoch, steps = -1.0, -1, 0
+    best, best_epoch, steps = float("-inf"), -1, 0  # a first epoch scored by its loss alone must still be kept
     out_dir.mkdir(parents=True, exist_ok=True)
     budget = TimeBudget(config.time_budget)
     out_of_time = False
@@ -181,7 +184,7 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
             break
         if (max_steps is not None and steps >= max_steps) or out_of_time:
             break
-    _save_history(out_dir, history)
+    save_history(out_dir, history)
     share = None
     if val and (out_dir / "model.safetensors").exists():
         best_model, _ = load_checkpoint(out_dir, str(device))
@@ -221,13 +224,6 @@ def save_checkpoint(model: RAPL, config: RAPLTrainConfig, out_dir: Path, history
     meta = {"format": FORMAT, "model": model.config(), "train": asdict(config), "encoder": DEFAULT_ENCODER, "relation_text": "v2",
             "data": data_meta, "code_version": code_version(), "history": history}
     (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
-
-
-def _save_history(out_dir: Path, history: list[dict]) -> None:
-    path = out_dir / "config.json"
-    meta = json.loads(path.read_text()) if path.exists() else {}
-    meta["history"] = history
-    path.write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def load_checkpoint(path: Path, device: str = "auto") -> tuple[RAPL, dict]:
