@@ -86,6 +86,15 @@ def metaqa_full() -> tuple[EmbeddedStore, list[tuple[str, str, str]]]:
 
 
 @pytest.fixture(scope="session")
+def gemma_weights():
+    """The bundled Gemma 3 270M (tokenizer, model), loaded once per run (~40 s: the GGUF is dequantised);
+    shared by the in-process LLM and GraSP's frozen selector, which only read it."""
+    from kgqa.llm.local import load_causal_lm
+
+    return load_causal_lm()
+
+
+@pytest.fixture(scope="session")
 def virtuoso_server(tmp_path_factory):
     """A real Virtuoso 7 (Debian's package, installed on first use) on loopback ports."""
     with VirtuosoServer(tmp_path_factory.mktemp("virtuoso")) as server:

@@ -119,10 +119,10 @@ def test_kgfr_llm_stays_near_two_calls_per_question(llama_server, embedded_metaq
 
 
 @pytest.fixture(scope="module")
-def gemma_in_process():
+def gemma_in_process(gemma_weights):
     from kgqa.llm.local import TransformersLLM
 
-    return TransformersLLM()
+    return TransformersLLM(loaded=gemma_weights)
 
 
 @pytest.mark.parametrize("store_fixture", ["embedded_metaqa", "virtuoso_metaqa"])

@@ -33,8 +33,12 @@ files = sorted(
 )
 files += sorted(f"kgqa.llm/prompts/{f.name}" for f in (resources.files("kgqa.llm") / "prompts").iterdir())
 files += sorted(
-    f"kgqa.methods.{m}/checkpoints/{d.name}/{f.name}" for m in ("kgfr", "rapl", "glow")
-    for d in (resources.files(f"kgqa.methods.{m}") / "checkpoints").iterdir() if d.is_dir() for f in d.iterdir()
+    f"kgqa.methods.{m}/checkpoints/{d.name}/{f.name}" for m in ("kgfr", "rapl", "glow", "grasp")
+    for d in (resources.files(f"kgqa.methods.{m}") / "checkpoints").iterdir() if d.is_dir() for f in d.iterdir() if f.is_file()
+)
+files += sorted(  # a LoRA adapter sits one folder deeper
+    f"kgqa.methods.grasp/checkpoints/{d.name}/lora/{f.name}"
+    for d in (resources.files("kgqa.methods.grasp") / "checkpoints").iterdir() if d.is_dir() and (d / "lora").is_dir() for f in (d / "lora").iterdir()
 )
 files += sorted(f"kgqa.methods.glow/patterns/{f.name}" for f in (resources.files("kgqa.methods.glow") / "patterns").iterdir() if f.suffix == ".json")
 print(json.dumps({"origin": kgqa.__file__, "modules": mods, "files": files}))

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from kgqa.core.errors import EntityNotFound, KGQAError
-from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, fail, out, progress_bar
+from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, err, fail, out, progress_bar
 from kgqa.faces.cli_options import method_flags
 from kgqa.faces.cli_load import load
 from kgqa.faces.cli_openworld import app as openworld_app
@@ -194,6 +194,11 @@ def eval_command(
     workers: Annotated[int, typer.Option("--workers", min=1, max=256, help="Questions answered at once (KGFR scores them in batches; LLM methods: mind the server's rate limits)")] = 8,
     scoring_window_ms: WindowOpt = 2.0,
     scoring_max_batch: BatchOpt = 32,
+    drop_topic_edges: Annotated[Optional[float], typer.Option(
+        "--drop-topic-edges", min=0.0, max=1.0, help="Evaluate on an incomplete copy of the KG: this share of the facts around each gold "
+                                                     "topic deleted (seeded; needs --kb). The copy is an embedded store kept under --out")] = None,
+    kb: Annotated[Optional[list[Path]], typer.Option("--kb", help="With --drop-topic-edges: the KG's source files, as `kgqa load` read them")] = None,
+    drop_seed: Annotated[int, typer.Option("--drop-seed", help="With --drop-topic-edges: which facts are deleted")] = 0,
     method_options: Optional[dict] = None,
 ) -> None:
     """Evaluate on QA files: Hits@1, Hits@k, F1 (all and answerable), per hop, linking, LLM calls and tokens, time per stage."""
@@ -207,18 +212,35 @@ def eval_command(
         for path in qa:
             rows = read_qa(path)
             examples += rows[:limit] if limit else rows
+        if drop_topic_edges:
+            store, kg = _incomplete_copy(store, kg, kb, examples, drop_topic_edges, drop_seed, out_dir), kg or None
         with _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}, scoring_window_ms=scoring_window_ms,
                      scoring_max_batch=scoring_max_batch) as engine, progress_bar("eval", len(examples)) as bar:
             task = bar.add_task("questions", total=len(examples))
             report = evaluate(engine.runner(), engine.store, examples, gold_topics=topics == "gold", workers=workers,
                               progress=lambda n: bar.update(task, completed=n))
         report["topics"] = topics
+        if drop_topic_edges:
+            report["incomplete"] = {"drop_topic_edges": drop_topic_edges, "seed": drop_seed, "store": store}
         written = write_report(report, out_dir, f"kgqa eval ({method}, {topics} topics, KG {engine.store.kg!r})")
     except (KGQAError, ValueError, FileNotFoundError) as exc:
         fail(str(exc))
         return
     out.print((out_dir / "eval.md").read_text(), highlight=False, markup=False)
     out.print(f"wrote {', '.join(str(p) for p in written)}")
+
+
+def _incomplete_copy(store: str | None, kg: str | None, kb: list[Path] | None, examples: list, ratio: float, seed: int, out_dir: Path) -> str:
+    from kgqa.eval.incomplete import gold_topic_iris, incomplete_store
+
+    if not kb:
+        raise ValueError("--drop-topic-edges needs --kb: the KG's source files (the copy is built from them)")
+    whole = open_store(store or default_store_url(), kg)
+    try:
+        topics, name = gold_topic_iris(whole, examples), whole.kg
+    finally:
+        whole.close()
+    return incomplete_store(kb, name, topics, ratio, seed, out_dir, progress=lambda line: err.print(line, highlight=False))
 
 
 @app.command()

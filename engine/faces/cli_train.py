@@ -1,4 +1,5 @@
-"""`kgqa train`: the KGFR scorer or the RAPL retriever on QA pairs over a store (or from a pack made elsewhere)."""
+"""`kgqa train`: the KGFR scorer, the RAPL retriever or GraSP's graph encoder on QA pairs over a store (or from a pack made
+elsewhere), or GLOW's label predictors on an open-world benchmark."""
 
 from __future__ import annotations
 
@@ -27,9 +28,9 @@ def train(
     max_per_hop: Annotated[Optional[int], typer.Option("--max-per-hop", min=1, help="Sample at most N questions per file (fixed seed)")] = None,
     validation: Annotated[float, typer.Option("--validation", min=0.01, max=0.5)] = 0.1,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    epochs: Annotated[Optional[int], typer.Option("--epochs", min=1, help="Default: kgfr 20, rapl 15, glow 200 (full-graph steps)")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", min=1, help="Default: kgfr 20, rapl 15, glow 200 (full-graph steps), grasp 2")] = None,
     patience: Annotated[Optional[int], typer.Option("--patience", min=1, help="Default: kgfr 5, rapl 3, glow 25")] = None,
-    lr: Annotated[Optional[float], typer.Option("--lr", help="Default: kgfr and rapl 1e-3, glow 5e-3")] = None,
+    lr: Annotated[Optional[float], typer.Option("--lr", help="Default: kgfr, rapl and grasp (its GNN + FFN) 1e-3, glow 5e-3")] = None,
     lr_decay: Annotated[float, typer.Option("--lr-decay", min=0.01, max=1.0, help="Multiply the learning rate by this after two epochs without a better validation Hits@1 (1: off)")] = 0.5,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
     residual: Annotated[bool, typer.Option("--residual/--no-residual", help="Deviation from eq. 3: add e(i) to the layer's output")] = True,
@@ -40,7 +41,9 @@ def train(
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
     time_budget: Annotated[Optional[float], typer.Option("--time-budget", min=0.1, help="Minutes: start no epoch that would likely end past it, and stop one that runs past it (then validate)")] = None,
     cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where retrieved subgraphs are cached")] = Path(".kgqa/cache"),
-    method: Annotated[str, typer.Option("--method", help="kgfr (the KGFR scorer) | rapl (the RAPL path retriever) | glow (GLOW's label predictors)")] = "kgfr",
+    method: Annotated[str, typer.Option("--method", help="kgfr (the KGFR scorer) | rapl (the RAPL path retriever) | glow (GLOW's label predictors) "
+                                        "| grasp (GraSP's graph encoder, through the frozen selector LLM)")] = "kgfr",
+    lora: Annotated[bool, typer.Option("--lora", help="grasp: also train a LoRA adapter (r=8, α=16, q/v) on the selector LLM")] = False,
     openworld: Annotated[Optional[Path], typer.Option("--openworld", help="glow: the folder `kgqa openworld build` wrote (its kg.tsv and patterns)")] = None,
     rationaliser: Annotated[str, typer.Option("--rationaliser", help="rapl: who picks the rational paths for labels: encoder (here, no LLM) | llm (with --llm) | shortest")] = "encoder",
     llm: Annotated[Optional[str], typer.Option("--llm", help="rapl with --rationaliser llm: gemma3-270m | local:PATH | http://host/v1?model=NAME | openai:MODEL")] = None,
@@ -50,8 +53,12 @@ def train(
 
     Two steps when the GPU is elsewhere: `--pack-out data.npz` where the store is, then
     `kgqa train --pack data.npz --out DIR` on the GPU machine."""
-    if method not in ("kgfr", "rapl", "glow"):
-        fail(f"--method must be kgfr, rapl or glow, not {method!r}")
+    if method not in ("kgfr", "rapl", "glow", "grasp"):
+        fail(f"--method must be kgfr, rapl, glow or grasp, not {method!r}")
+    if method == "grasp":
+        _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs or 2, lr or 1e-3,
+                     time_budget, cache_dir, lora)
+        return
     if method == "glow":
         _train_glow(openworld, out_dir, qa, epochs or 200, patience or 25, lr or 5e-3, validation, seed, time_budget, device)
         return
@@ -142,6 +149,47 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
     out.print(f"best validation Hits@1 {result['best_val_hits1']:.3f} (epoch {result['best_epoch']}); checkpoint in {out_dir}")
 
 
+def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, lr,  # type: ignore[no-untyped-def]
+                 time_budget, cache_dir, lora) -> None:
+    """GraSP: QA files → APP subgraphs → focus graphs + selector targets (a pack) → the graph encoder (eq. 9)."""
+    from kgqa.methods.grasp.data import build_pack, load_pack, save_pack
+    from kgqa.methods.grasp.train import GraspTrainConfig, train as run_training
+
+    if bool(pack_in) == bool(qa):
+        fail("grasp trains from QA files (with a store) or from one --pack FILE")
+    if out_dir is None and pack_out is None:
+        fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
+    try:
+        if pack_in:
+            examples, meta = load_pack(pack_in[0])
+        else:
+            from kgqa.retrieval.entity_vectors import EntityVectors
+            from kgqa.retrieval.text import TextEncoder
+
+            prepared, flags, meta, graph_store = _prepare_split(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops)
+            encoder = TextEncoder()
+            per_hop = [12] * hops
+            with progress_bar("focus graphs", len(prepared)) as bar:
+                task = bar.add_task("focus graphs + targets", total=len(prepared))
+                examples = build_pack(prepared, EntityVectors(graph_store, encoder), encoder, per_hop, flags,
+                                      progress=lambda n: bar.update(task, completed=n))
+            meta = {**meta, "per_hop": per_hop}
+            if pack_out is not None:
+                save_pack(examples, meta, pack_out)
+        labelled = sum(1 for e in examples if e.target)
+        err.print(f"grasp pack: {len(examples):,} questions, {labelled:,} with an answer in the focus graph", highlight=False)
+        if out_dir is None:
+            return
+        config = GraspTrainConfig(lora=lora, lr=lr, epochs=epochs, seed=seed, layers=int(meta.get("hops", hops)),
+                                  time_budget=time_budget * 60 if time_budget else None, init=str(init) if init else None, data=meta)
+        result = run_training(examples, config, out_dir, log=lambda line: err.print(line, highlight=False))
+    except (KGQAError, ValueError, OSError) as exc:
+        fail(str(exc))
+        return
+    out.print(f"validation Hits@1 (LLM-free) {result['validation'].get('hits1', float('nan')):.3f} after {result['questions_seen']:,} "
+              f"questions; checkpoint in {out_dir}")
+
+
 def _train_glow(openworld, out_dir, qa, epochs, patience, lr, validation, seed, time_budget, device) -> None:  # type: ignore[no-untyped-def]
     """GLOW: one RGCN per pattern on the benchmark's KG (its deleted facts absent), every entity's top classes saved."""
     from kgqa.methods.glow.openworld import read_facts
@@ -170,19 +218,15 @@ def _train_glow(openworld, out_dir, qa, epochs, patience, lr, validation, seed, 
     out.print(f"checkpoint in {out_dir}")
 
 
-def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser_name, llm, pack_out):  # type: ignore[no-untyped-def]
+def _prepare_split(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops):  # type: ignore[no-untyped-def]
+    """Read the QA files (at most `max_per_hop` of each, seeded), split off validation, retrieve every
+    question's APP subgraph: (prepared, validation flags, meta, store)."""
     import random
 
-    from kgqa.llm.spec import open_llm
     from kgqa.loaders.qa import read_qa, split
     from kgqa.methods.kgfr.data import prepare
-    from kgqa.methods.rapl.data import build_pack
-    from kgqa.methods.rapl.rationalise import rationaliser
-    from kgqa.retrieval.text import TextEncoder
 
     graph_store = open_store(store or default_store_url(), kg)
-    encoder = TextEncoder()
-    chooser = rationaliser(rationaliser_name, encoder, open_llm(llm) if llm else None)
     examples = []
     for i, path in enumerate(qa):
         rows = read_qa(path)
@@ -193,11 +237,23 @@ def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, ra
         prepared = prepare(graph_store, train_set + val_set, hops, 100, cache_dir=cache_dir, progress=lambda n: bar.update(task, completed=n))
     meta = {"kg": graph_store.kg, "files": [str(p) for p in qa], "max_per_hop": max_per_hop, "validation": validation, "seed": seed,
             "hops": hops, "lambda": 100, "validation_qids": [e.qid for e in val_set]}
+    return prepared, [False] * len(train_set) + [True] * len(val_set), meta, graph_store
+
+
+def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser_name, llm, pack_out):  # type: ignore[no-untyped-def]
+    from kgqa.llm.spec import open_llm
+    from kgqa.methods.rapl.data import build_pack
+    from kgqa.methods.rapl.rationalise import rationaliser
+    from kgqa.retrieval.text import TextEncoder
+
+    prepared, flags, meta, _ = _prepare_split(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops)
+    encoder = TextEncoder()
+    chooser = rationaliser(rationaliser_name, encoder, open_llm(llm) if llm else None)
     log = pack_out.with_suffix(".labels.jsonl") if pack_out else cache_dir / "rapl-labels.jsonl"
     log.parent.mkdir(parents=True, exist_ok=True)
     with progress_bar("labels", len(prepared)) as bar:
         task = bar.add_task("line graphs + labels", total=len(prepared))
-        data = build_pack(prepared, encoder, chooser, [False] * len(train_set) + [True] * len(val_set), meta, log,
+        data = build_pack(prepared, encoder, chooser, flags, meta, log,
                           progress=lambda n: bar.update(task, completed=n))
     found = json.loads(data.meta)
     err.print(f"rapl pack: {found['questions']:,} questions, {found['labelled']:,} with a rational path (labelling log: {log})", highlight=False)

@@ -29,28 +29,39 @@ def bundled_gguf() -> Path:
     return Path(assemble())
 
 
+def load_causal_lm(model: str | Path | None = None, device: str = "cpu"):  # type: ignore[no-untyped-def]
+    """(tokenizer, model in eval mode, float32) for `model`: the bundled Gemma 3 270M by default, else a
+    transformers folder or a `.gguf` file."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = bundled_gguf() if model in (None, BUNDLED_MODEL) else Path(model)
+    if not path.exists():
+        raise LLMError(f"local model {str(path)!r} does not exist")
+    kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
+    folder = str(path.parent if path.suffix == ".gguf" else path)
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+    lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).to(device).eval()
+    return tokenizer, lm
+
+
 class TransformersLLM(ThreadedAsync):
     provider = "transformers"
     scores_continuations = True
 
-    def __init__(self, model: str | Path | None = None, device: str = "cpu", threads: int | None = None, few_shot: bool = True):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        path = bundled_gguf() if model in (None, BUNDLED_MODEL) else Path(model)
-        if not path.exists():
-            raise LLMError(f"local model {str(path)!r} does not exist")
+    def __init__(self, model: str | Path | None = None, device: str = "cpu", threads: int | None = None, few_shot: bool = True,
+                 loaded: tuple | None = None):
+        """`loaded`: (tokenizer, model) from `load_causal_lm(model)`, to share one copy of the weights."""
         if threads:
+            import torch
+
             torch.set_num_threads(threads)
-        kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
-        folder = str(path.parent if path.suffix == ".gguf" else path)
         self.model = BUNDLED_MODEL if model in (None, BUNDLED_MODEL) else str(model)
         self.few_shot = few_shot
-        self._tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        self._lm = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, **kwargs).to(device).eval()
+        self._tokenizer, self._lm = loaded or load_causal_lm(model, device)
         self._device = device
         self._lock = threading.Lock()
 

@@ -3,6 +3,7 @@
 A method is added by its folder (a `Method` in its `__init__.py`) and one line below."""
 
 from kgqa.methods.glow import METHOD as GLOW
+from kgqa.methods.grasp import METHOD as GRASP
 from kgqa.methods.kgfr import METHOD as KGFR
 from kgqa.methods.llm_only import COT_METHOD as LLM_ONLY_COT, IO_METHOD as LLM_ONLY
 from kgqa.methods.lmp import METHOD as LMP
@@ -14,6 +15,7 @@ REGISTRY = Registry([
     LMP,
     RAPL,
     GLOW,
+    GRASP,
     LLM_ONLY,
     LLM_ONLY_COT,
 ])

@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from kgqa.core.answer import Answer, AnswerItem, Evidence
@@ -34,7 +33,7 @@ from kgqa.methods.rapl.line_graph import LineGraph, line_graph
 from kgqa.methods.rapl.train import FORMAT, load_checkpoint
 from kgqa.retrieval.answer_mapping import map_answers
 from kgqa.retrieval.app import retrieve
-from kgqa.retrieval.label_index import index_for
+from kgqa.retrieval.entity_vectors import EntityVectors
 from kgqa.retrieval.text import TextEncoder
 
 BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "rapl-metaqa"
@@ -58,28 +57,6 @@ def checkpoint_for(given: str | Path | None) -> Path:
         except ValueError:
             pass
     return BUNDLED_CHECKPOINT
-
-
-class EntityVectors:
-    """Sentence vectors of a store's entity labels: from its label index (embedded once per KG and
-    cached on disk) where it has one, else encoded per subgraph (and cached by the encoder)."""
-
-    def __init__(self, store: GraphStore, encoder: TextEncoder):
-        self.store, self.encoder = store, encoder
-        self._rows: dict[str, int] | None = None
-        self._vectors: np.ndarray | None = None
-        self._lock = threading.Lock()
-
-    def of(self, sg: Subgraph) -> np.ndarray:
-        with self._lock:
-            if self._rows is None:
-                index = index_for(self.store)
-                self._rows = {iri: i for i, iri in enumerate(index.iris)} if index is not None else {}
-                self._vectors = index.vectors(self.encoder) if index is not None else None
-        rows = [self._rows.get(iri, -1) for iri in sg.nodes]
-        if self._vectors is not None and min(rows, default=0) >= 0:
-            return self._vectors[rows]
-        return self.encoder.encode(sg.node_labels)
 
 
 class RAPLAnswerer:

@@ -1,0 +1,96 @@
+"""GraSP on MetaQA: build the training pack of the bundled checkpoint, train it (frozen selector or
+LoRA), and print the pack's statistics.
+
+    python bench/grasp.py pack  --work /tmp/grasp [--train 800] [--val 50]
+    python bench/grasp.py train --work /tmp/grasp --name frozen|lora [--lora] [--budget MIN]
+    python bench/grasp.py stats --work /tmp/grasp
+
+The split is the bundled KGFR checkpoint's: its MetaQA dev validation questions stay out of
+training (bench/transfer.py::metaqa_split, seed 11). `kgqa eval --method grasp` on the validation
+part gives the final numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/transfer.py: the MetaQA split
+STORE = ("oxigraph:///tmp/metaqa-store", "metaqa")
+HOPS, PER_HOP = 3, (12, 12, 12)
+
+
+def pack(work: Path, per_hop: tuple[int, int]) -> None:
+    from kgqa.methods.grasp.data import build_pack, save_pack
+    from kgqa.methods.kgfr.data import prepare
+    from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
+    from kgqa.retrieval.entity_vectors import EntityVectors
+    from kgqa.retrieval.store_url import open_store
+    from kgqa.retrieval.text import TextEncoder
+    from transfer import metaqa_split
+
+    started = time.perf_counter()
+    chosen, validation = metaqa_split(BUNDLED_CHECKPOINT, per_hop)
+    store = open_store(*STORE)
+    prepared = prepare(store, chosen, HOPS, 100, cache_dir=work / "cache")
+    print(f"subgraphs: {len(prepared)} in {time.perf_counter() - started:.0f} s", flush=True)
+    encoder = TextEncoder()
+    examples = build_pack(prepared, EntityVectors(store, encoder), encoder, PER_HOP, validation)
+    meta = {"kg": "metaqa", "split": f"MetaQA dev: {per_hop[0]}/hop of the bundled KGFR checkpoint's training part, {per_hop[1]}/hop "
+            "of its validation part (seed 11)", "hops": HOPS, "lambda": 100, "per_hop": list(PER_HOP)}
+    save_pack(examples, meta, work / "pack.pt")
+    print(f"pack: {len(examples)} questions in {time.perf_counter() - started:.0f} s", flush=True)
+    stats(work)
+
+
+def stats(work: Path) -> None:
+    from kgqa.methods.grasp.data import load_pack
+
+    examples, meta = load_pack(work / "pack.pt")
+    for hop in (1, 2, 3):
+        part = [e for e in examples if e.hop == hop]
+        if not part:
+            continue
+        labelled = [e for e in part if e.target]
+        print(f"hop {hop}: {len(part)} questions, {len(labelled)} with an answer in the focus graph "
+              f"({len(labelled) / len(part):.2f}); entities {sum(len(e.graph.names) for e in part) / len(part):.1f}, "
+              f"facts {sum(e.graph.edge_index.shape[1] for e in part) / len(part):.1f}, "
+              f"target names {sum(len(e.target or []) for e in labelled) / max(1, len(labelled)):.1f}")
+
+
+def train(work: Path, name: str, lora: bool, budget: float, epochs: int) -> None:
+    from kgqa.methods.grasp.data import load_pack
+    from kgqa.methods.grasp.train import GraspTrainConfig, train as run
+
+    examples, meta = load_pack(work / "pack.pt")
+    out = work / f"model-{name}"
+    init = str(out) if (out / "config.json").exists() else None
+    config = GraspTrainConfig(lora=lora, epochs=epochs, time_budget=budget * 60, init=init, data=meta)
+    result = run(examples, config, out, log=lambda line: print(f"[{name}] {line}", flush=True))
+    print(json.dumps({k: v for k, v in result.items() if k != "history"}), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["pack", "train", "stats"])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/grasp"))
+    parser.add_argument("--train", type=int, default=800)
+    parser.add_argument("--val", type=int, default=50)
+    parser.add_argument("--name", default="frozen")
+    parser.add_argument("--lora", action="store_true")
+    parser.add_argument("--budget", type=float, default=60.0, help="minutes")
+    parser.add_argument("--epochs", type=int, default=2)
+    args = parser.parse_args()
+    if args.command == "pack":
+        pack(args.work, (args.train, args.val))
+    elif args.command == "stats":
+        stats(args.work)
+    else:
+        train(args.work, args.name, args.lora, args.budget, args.epochs)
+
+
+if __name__ == "__main__":
+    main()

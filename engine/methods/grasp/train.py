@@ -1,0 +1,164 @@
+"""Training GraSP (§4.4, eq. 9): the graph encoder and FFN learn through the frozen selector LLM
+(optionally with a LoRA adapter on it) to make it name the target entities.
+
+One question at a time (its sequence length is its own), gradients accumulated over `accumulate`
+questions, AdamW with the clip of the authors' code. A checkpoint is written every `save_every`
+questions and when the time budget ends; `init` goes on from one (weights, adapter and the place in
+the shuffled order). Validation runs the selector on held-out questions once, at the end, and
+reports how often the LLM-free answer (the farthest named entities) is a gold answer: generation
+costs seconds per question on CPU, so it does not steer training (the last weights are kept).
+
+A checkpoint (format `grasp/1`): config.json, encoder.safetensors (GNN + FFN), lora/ (with --lora).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from kgqa.core.labels import normalise_label
+from kgqa.methods.grasp.data import Example
+from kgqa.methods.grasp.gnn import GraphSoftPrompt
+from kgqa.methods.grasp.labels import farthest, named
+from kgqa.methods.grasp.selector import Selector
+
+FORMAT = "grasp/1"
+
+
+@dataclass
+class GraspTrainConfig:
+    lora: bool = False
+    dim: int = 128  # App. A
+    layers: int = 3  # one per hop of the focus graph
+    lr: float = 1e-3  # GNN + FFN
+    lora_lr: float = 2e-4  # the authors' code's single rate
+    weight_decay: float = 0.01
+    accumulate: int = 8
+    epochs: int = 2
+    seed: int = 0
+    time_budget: float | None = None  # seconds
+    save_every: int = 200
+    max_validation: int = 60
+    init: str | None = None
+    selector_model: str | None = None  # None: the bundled Gemma 3 270M
+    data: dict = field(default_factory=dict)
+
+
+def load_checkpoint(path: Path, trainable: bool = False, selector: Selector | None = None) -> tuple[GraphSoftPrompt, Selector, dict]:
+    config = json.loads((path / "config.json").read_text())
+    if config.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a GraSP checkpoint ({FORMAT})")
+    m = config["model"]
+    model = GraphSoftPrompt(m["text_dim"], m["dim"], m["layers"], m["llm_dim"])
+    model.load_state_dict(load_file(path / "encoder.safetensors"))
+    lora = path / "lora" if config["selector"].get("lora") else False
+    selector = selector or Selector(config["selector"].get("model"), lora=lora, trainable=trainable)
+    return model, selector, config
+
+
+def save_checkpoint(model: GraphSoftPrompt, selector: Selector, config: GraspTrainConfig, out: Path, progress: dict, history: list) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, out / "encoder.safetensors")
+    if selector.adapter is not None:
+        selector.adapter.save_pretrained(str(out / "lora"))
+    first = model.entity_in
+    meta = {"format": FORMAT,
+            "model": {"text_dim": first.in_features, "dim": first.out_features, "layers": len(model.layers), "llm_dim": selector.width},
+            "selector": {"model": selector.model_name, "lora": selector.adapter is not None, "prompt": "grasp_select"},
+            "train": {k: v for k, v in asdict(config).items() if k != "data"}, "data": config.data,
+            "progress": progress, "history": history}
+    (out / "config.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def soft_tokens(model: GraphSoftPrompt, ex: Example) -> torch.Tensor:
+    return model(*ex.graph.tensors())
+
+
+def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Example]) -> dict:
+    model.eval()
+    selector.train(False)
+    hits, named_right = 0, 0
+    with torch.no_grad():
+        for ex in examples:
+            names = ex.graph.names
+            selection = selector.select(selector.inputs(ex.question, names, soft_tokens(model, ex)))
+            chosen = named(selection.names, names)
+            gold = {normalise_label(a) for a in ex.answers}
+            answers = farthest(chosen, ex.graph.hop)
+            hits += bool(answers) and normalise_label(names[answers[0]]) in gold
+            named_right += any(normalise_label(names[i]) in gold for i in chosen)
+    n = max(1, len(examples))
+    return {"questions": len(examples), "hits1": round(hits / n, 4), "names_an_answer": round(named_right / n, 4)}
+
+
+def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log: Callable[[str], None] = print,
+          max_steps: int | None = None, selector: Selector | None = None) -> dict:
+    torch.manual_seed(config.seed)
+    history: list = []
+    progress = {"epoch": 0, "position": 0, "questions": 0}
+    if config.init:
+        model, selector, previous = load_checkpoint(Path(config.init), trainable=True, selector=selector)
+        progress, history = previous.get("progress", progress), previous.get("history", [])
+    else:
+        selector = selector or Selector(config.selector_model, lora=config.lora, trainable=True)
+        model = GraphSoftPrompt(layers=config.layers, dim=config.dim, llm_dim=selector.width)
+    groups = [{"params": list(model.parameters()), "lr": config.lr}]
+    if selector.adapter is not None:
+        groups.append({"params": selector.lora_parameters(), "lr": config.lora_lr})
+    optimiser = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
+    trainable = [e for e in examples if e.target and not e.validation]
+    held_out = [e for e in examples if e.validation][: config.max_validation]
+    if not trainable:
+        raise ValueError("no training question has an answer in its focus graph")
+    started = time.perf_counter()
+    steps, running = 0, []
+    stop = False
+    log(f"{len(trainable)} training questions, {len(held_out)} validation; selector {selector.model_name}"
+        f"{' + LoRA' if selector.adapter is not None else ' (frozen)'}")
+    while progress["epoch"] < config.epochs and not stop:
+        order = list(range(len(trainable)))
+        random.Random(config.seed + progress["epoch"]).shuffle(order)
+        model.train()
+        selector.train(selector.adapter is not None)
+        for k in range(progress["position"], len(order)):
+            ex = trainable[order[k]]
+            loss = selector.loss(selector.inputs(ex.question, ex.graph.names, soft_tokens(model, ex)), ex.target_text)
+            (loss / config.accumulate).backward()
+            running.append(float(loss.detach()))
+            progress["position"], progress["questions"] = k + 1, progress["questions"] + 1
+            steps += 1
+            if steps % config.accumulate == 0:
+                torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
+                optimiser.step()
+                optimiser.zero_grad()
+            if steps % config.save_every == 0:
+                mean = sum(running) / len(running)
+                history.append({"questions": progress["questions"], "loss": round(mean, 4), "seconds": round(time.perf_counter() - started, 1)})
+                log(f"epoch {progress['epoch'] + 1}, {k + 1}/{len(order)}: loss {mean:.3f}")
+                running = []
+                save_checkpoint(model, selector, config, out, progress, history)
+            out_of_time = config.time_budget is not None and time.perf_counter() - started > config.time_budget
+            if out_of_time or (max_steps is not None and steps >= max_steps):
+                stop = True
+                break
+        else:
+            progress["epoch"], progress["position"] = progress["epoch"] + 1, 0
+    if steps % config.accumulate:
+        optimiser.step()
+        optimiser.zero_grad()
+    if running:
+        history.append({"questions": progress["questions"], "loss": round(sum(running) / len(running), 4),
+                        "seconds": round(time.perf_counter() - started, 1)})
+    result = {"validation": validate(model, selector, held_out) if held_out else {}, "questions_seen": progress["questions"],
+              "finished": progress["epoch"] >= config.epochs}
+    history.append({"validation": result["validation"]})
+    log(f"validation: {result['validation']}")
+    save_checkpoint(model, selector, config, out, progress, history)
+    return {**result, "history": history}

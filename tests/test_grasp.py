@@ -1,0 +1,207 @@
+"""GraSP: the question-relevant subgraph (eq. 1), selector targets, the GNN + FFN trained through the
+frozen Gemma selector (eq. 9), soft tokens that move its logits, the two-stage rounds (eq. 7–8) and
+the incomplete-KG copy. Gemma's weights are the session's shared fixture; answer LLMs are scripted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kgqa import retrieve
+from kgqa.core.subgraph import Subgraph
+from kgqa.loaders import load_file
+from kgqa.methods.grasp.answer import GraspAnswerer, GraspSettings, parse_decision
+from kgqa.methods.grasp.data import Example, focus_input
+from kgqa.methods.grasp.focus import FocusGraph, focus
+from kgqa.methods.grasp.gnn import GraphSoftPrompt
+from kgqa.methods.grasp.labels import farthest, named, selection_target
+from kgqa.methods.grasp.selector import Selector
+from kgqa.methods.grasp.train import GraspTrainConfig, save_checkpoint, train
+from kgqa.retrieval.entity_vectors import EntityVectors
+from kgqa.retrieval.text import TextEncoder
+from kgqa.sparql.embedded import EmbeddedWriter
+from scripted_llm import ScriptedLLM
+
+TOY = [
+    "Film One|starred_actors|Alice", "Film Two|starred_actors|Alice", "Film One|directed_by|Dana",
+    "Film Two|directed_by|Eve", "Film Three|written_by|Dana", "Film Three|release_year|1999",
+    "Alice|employed_by|Studio", "Studio|employs|Frank",
+]
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    path = tmp_path_factory.mktemp("grasp") / "toy.txt"
+    path.write_text("\n".join(TOY) + "\n", encoding="utf-8")
+    writer = EmbeddedWriter.open(None, "toy")
+    load_file(writer, path)
+    return writer.reader(), path
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return TextEncoder()
+
+
+@pytest.fixture(scope="module")
+def selector(gemma_weights):
+    return Selector(loaded=gemma_weights)
+
+
+def _toy_input(store, encoder, question="who directed the films Alice starred in", per_hop=(5, 5)):
+    [alice] = store.resolve(["Alice"])["Alice"]
+    sg = retrieve(store, [alice.entity.iri], hops=len(per_hop), lam=100)
+    fg, graph = focus_input(sg, encoder.encode([question])[0], EntityVectors(store, encoder), encoder, list(per_hop))
+    return sg, fg, graph
+
+
+def _hand_subgraph() -> Subgraph:
+    # topic 0 —r0→ 1, 2, 3 (hop 1); 1 —r1→ 4, 2 —r1→ 5 (hop 2); relation vectors decide the ranking
+    return Subgraph(nodes=[f"e{i}" for i in range(6)], node_labels=[f"E{i}" for i in range(6)], node_hop=np.array([0, 1, 1, 1, 2, 2], np.int8),
+                    topics=np.array([0]), relations=["r0", "r1"], relation_labels=["r0", "r1"],
+                    edge_index=np.array([[0, 0, 0, 1, 2], [1, 2, 3, 4, 5]]), edge_type=np.array([0, 0, 0, 2, 2]),
+                    edge_hop=np.array([1, 1, 1, 2, 2], np.int8), hops=2, lam=100)
+
+
+def test_focus_keeps_the_top_k_per_hop_by_relevance_to_the_question():
+    sg = _hand_subgraph()
+    q = np.array([1.0, 0.0])
+    nodes = np.array([[1, 0], [0.9, 0.1], [0.1, 0.9], [0.5, 0.5], [0.2, 0.8], [0.95, 0.05]])
+    nodes = nodes / np.linalg.norm(nodes, axis=1, keepdims=True)
+    relations = np.array([[0, 1], [0, 1], [0, 1], [0, 1]], float)
+    fg = focus(sg, q, nodes, relations, [2, 1])
+    assert fg.nodes.tolist() == [0, 1, 3, 4]  # hop 1: E1, E3 beat E2; hop 2: only E4 hangs off a kept entity (E5's E2 was cut)
+    assert fg.hop.tolist() == [0, 1, 1, 2]
+    assert sorted(map(tuple, fg.edge_index.T.tolist())) == [(0, 1), (0, 2), (1, 3)]
+    wide = focus(sg, q, nodes, relations, [3, 3])
+    assert set(wide.nodes.tolist()) == set(range(6)) and wide.edge_index.shape[1] == 5
+
+
+def test_targets_are_the_answers_for_one_hop_and_the_shortest_path_entities_before_them_for_more():
+    fg = FocusGraph(nodes=np.arange(5), hop=np.array([0, 1, 1, 2, 2]), score=np.array([np.inf, 0.5, 0.4, 0.3, 0.2], np.float32),
+                    edge_index=np.array([[0, 0, 1, 2], [1, 2, 3, 4]]), edge_type=np.zeros(4, np.int64))
+    assert selection_target(fg, [1]) == [1]
+    assert selection_target(fg, [3]) == [1, 3]  # the way (1) first, then the answer
+    assert selection_target(fg, [3, 4]) == [1, 2, 3, 4]
+    assert selection_target(fg, [7]) is None  # not in the focus graph: nothing to train on
+    assert named(["e3", "E1", "nobody"], ["E0", "E1", "E2", "E3"]) == [3, 1]
+    assert farthest([1, 3, 0], fg.hop) == [3]
+
+
+def test_the_gnn_and_ffn_get_gradients_through_frozen_gemma_and_soft_tokens_move_its_logits(toy, encoder, selector):
+    store, _ = toy
+    sg, fg, graph = _toy_input(store, encoder)
+    assert "Dana" in graph.names and "Eve" in graph.names
+    torch.manual_seed(0)
+    model = GraphSoftPrompt(layers=2, llm_dim=selector.width)
+    soft = model(*graph.tensors())
+    assert soft.shape == (len(graph.names), selector.width)
+    given = selector.inputs("who directed the films Alice starred in", graph.names, soft)
+    assert given.soft_tokens == len(graph.names)
+    loss = selector.loss(given, "Film One; Film Two; Dana; Eve")
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and float(p.grad.abs().sum()) > 0, name
+    assert all(p.grad is None for p in selector.lm.parameters())  # the LLM stays frozen
+    question = "who directed the films Alice starred in"
+    with torch.no_grad():
+        base = selector.next_token_logits(given)
+        moved = selector.next_token_logits(selector.inputs(question, graph.names, soft + torch.randn_like(soft)))
+        without = selector.next_token_logits(selector.inputs(question, graph.names, None, mode="none"))
+    assert not torch.allclose(base, moved, atol=1e-3)
+    assert not torch.allclose(base, without, atol=1e-3)
+
+
+def test_a_few_steps_on_one_question_lower_the_selector_loss(toy, encoder, selector, tmp_path):
+    store, _ = toy
+    _, fg, graph = _toy_input(store, encoder)
+    target = [graph.names.index("Dana"), graph.names.index("Eve")]
+    ex = Example("q1", "who directed the films Alice starred in", 2, graph, target, ["Dana", "Eve"], False)
+    config = GraspTrainConfig(layers=2, lr=1e-2, accumulate=1, epochs=12, save_every=1, max_validation=0)
+    result = train([ex], config, tmp_path / "ck", log=lambda line: None, selector=selector)
+    losses = [h["loss"] for h in result["history"] if "loss" in h]
+    assert len(losses) == 12 and losses[-1] < 0.8 * losses[0], losses
+    assert (tmp_path / "ck" / "encoder.safetensors").exists()
+
+
+@pytest.fixture(scope="module")
+def checkpoint(selector, tmp_path_factory):
+    out = tmp_path_factory.mktemp("grasp-ck")
+    torch.manual_seed(0)
+    save_checkpoint(GraphSoftPrompt(layers=2, llm_dim=selector.width), selector, GraspTrainConfig(layers=2, data={"hops": 2, "lambda": 100}),
+                    out, {}, [])
+    return out
+
+
+def test_the_trace_shows_a_select_call_with_soft_tokens_then_a_text_answer_call(toy, encoder, selector, checkpoint):
+    store, _ = toy
+    llm = ScriptedLLM([" ANSWER\nAnswer: Dana; Eve"])
+    answerer = GraspAnswerer(store, checkpoint, encoder, selector=selector).with_options(GraspSettings(hops=2), llm)
+    result = answerer.answer("who directed the films Alice starred in")
+    calls = result.trace.llm_calls
+    assert [c.purpose for c in calls] == ["grasp.select.r1", "grasp.answer.r1"]
+    assert calls[0].provider == "transformers" and "(soft)" in calls[0].model
+    assert result.trace.subgraph["rounds"][0]["soft_tokens"] == result.trace.subgraph["rounds"][0]["entities"] > 1
+    assert calls[0].prompt_tokens > result.trace.subgraph["soft_tokens"]
+    assert "Question: who directed the films Alice starred in" in llm.prompts[0] and "Selected:" in llm.prompts[0]
+    assert sorted(a.label for a in result.answers) == ["Dana", "Eve"]
+    assert result.to_json()["trace"]["llm"]["calls"] == 2
+
+
+def test_an_entity_decision_retrieves_around_it_and_the_round_bound_holds(toy, encoder, selector, checkpoint):
+    store, _ = toy
+    moved = ScriptedLLM([" ENTITY\nEntity: Dana", " ANSWER\nAnswer: Film Three"])
+    answerer = GraspAnswerer(store, checkpoint, encoder, selector=selector)
+    result = answerer.with_options(GraspSettings(hops=1, rounds=3), moved).answer("what did the director of Film One write", ["Film One"])
+    rounds = result.trace.subgraph["rounds"]
+    [dana] = store.resolve(["Dana"])["Dana"]
+    assert len(rounds) == 2 and rounds[1]["around"] == [dana.entity.iri] and rounds[0]["decision"]["kind"] == "entity"
+    assert [a.label for a in result.answers] == ["Film Three"]
+    assert "Evidence:\nSelected:" in moved.prompts[1] and moved.prompts[1].count("Selected:") == 2  # both rounds' evidence
+
+    stubborn = ScriptedLLM(lambda prompt: " ENTITY\nEntity: Film Two" if "Film Two" not in prompt.split("Evidence:")[-1] else " ENTITY\nEntity: Eve")
+    capped = answerer.with_options(GraspSettings(hops=1, rounds=2), stubborn).answer("who directed Film One", ["Film One"])
+    purposes = [c.purpose for c in capped.trace.llm_calls]
+    assert purposes == ["grasp.select.r1", "grasp.answer.r1", "grasp.select.r2", "grasp.answer.r2"]
+    assert "last round" in stubborn.prompts[-1] and "last round" not in stubborn.prompts[0]
+
+
+def test_without_an_answer_llm_the_answer_is_the_farthest_selected_entities(toy, encoder, selector, checkpoint):
+    store, _ = toy
+    result = GraspAnswerer(store, checkpoint, encoder, selector=selector).with_options(GraspSettings(hops=2), None).answer(
+        "who directed the films Alice starred in")
+    assert [c.purpose for c in result.trace.llm_calls] == ["grasp.select.r1"]
+    selected = result.trace.subgraph["rounds"][0]["selected"]
+    assert {a.label for a in result.answers} <= set(selected)
+    assert (not result.answers) == (result.declined is not None)
+
+
+def test_decisions_are_read_like_the_authors_parser():
+    assert parse_decision(" ENTITY\nEntity: Dana").kind == "entity"
+    assert (parse_decision(" ANSWER\nAnswer: Dana; Eve").kind, parse_decision(" ANSWER\nAnswer: Dana; Eve").text) == ("answer", "Dana; Eve")
+    assert parse_decision("Dana").text == "Dana"  # no decision word: an answer
+    assert parse_decision(" ENTITY but no name").kind == "answer"
+
+
+def test_the_incomplete_copy_drops_the_share_of_each_gold_topics_facts_and_nothing_else(toy, tmp_path):
+    from kgqa.eval.incomplete import gold_topic_iris, incomplete_store
+    from kgqa.loaders.qa import QAExample
+    from kgqa.retrieval.store_url import open_store
+
+    store, path = toy
+    questions = [QAExample("1", "who starred in Film One", ("Alice",), ("Film One",)), QAExample("2", "x", ("y",), ("Dana",))]
+    topics = gold_topic_iris(store, questions)
+    assert len(topics) == 2
+    url = incomplete_store([path], "toy", topics, 0.5, 3, tmp_path)
+    again = incomplete_store([path], "toy", topics, 0.5, 3, tmp_path)
+    assert again == url
+    dropped = [line.split("\t") for line in (next(tmp_path.glob("incomplete-*")) / "dropped.tsv").read_text().splitlines()]
+    # Film One has 2 facts, Dana 2 (one shared): each loses round(0.5 × 2) = 1
+    assert 1 <= len(dropped) <= 2 and all("Film One" in (d[2], d[4]) or "Dana" in (d[2], d[4]) for d in dropped)
+    copy = open_store(url, "toy")
+    assert copy.counts().facts == len(TOY) - len(dropped)
+    other = incomplete_store([path], "toy", topics, 0.5, 4, tmp_path)
+    assert other != url
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        incomplete_store([path], "toy", topics, 1.0, 3, tmp_path)
