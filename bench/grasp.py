@@ -4,6 +4,8 @@ LoRA), and print the pack's statistics.
     python bench/grasp.py pack  --work /tmp/grasp [--train 800] [--val 50]
     python bench/grasp.py train --work /tmp/grasp --name frozen|lora [--lora] [--budget MIN]
     python bench/grasp.py stats --work /tmp/grasp
+    python bench/grasp.py table --work /tmp/grasp   (reads WORK/eval/NAME-rRATIO/eval.json, written by
+        `kgqa eval … --out WORK/eval/NAME-rRATIO [--drop-topic-edges RATIO --kb KB]`)
 
 The split is the bundled KGFR checkpoint's: its MetaQA dev validation questions stay out of
 training (bench/transfer.py::metaqa_split, seed 11). `kgqa eval --method grasp` on the validation
@@ -73,9 +75,28 @@ def train(work: Path, name: str, lora: bool, budget: float, epochs: int) -> None
     print(json.dumps({k: v for k, v in result.items() if k != "history"}), flush=True)
 
 
+def table(work: Path) -> None:
+    """Hits@1 per hop of every evaluated configuration, the whole KG beside the incomplete copies."""
+    runs: dict[str, dict[float, dict]] = {}
+    for report in sorted((work / "eval").glob("*-r*/eval.json")):
+        name, _, ratio = report.parent.name.rpartition("-r")
+        runs.setdefault(name, {})[float(ratio)] = json.loads(report.read_text())
+    ratios = sorted({r for by_ratio in runs.values() for r in by_ratio})
+    head = " | ".join(f"{r:.0%} dropped: 1 / 2 / 3-hop (n)" for r in ratios)
+    print(f"| configuration | {head} |")
+    print("|---|" + "---|" * len(ratios))
+    for name, by_ratio in runs.items():
+        cells = []
+        for r in ratios:
+            groups = by_ratio.get(r, {}).get("groups")
+            cells.append(" / ".join(f"{groups[f'{h}-hop']['hits1']:.2f}" for h in (1, 2, 3)) + f" ({groups['1-hop']['questions']})"
+                         if groups else "—")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["pack", "train", "stats"])
+    parser.add_argument("command", choices=["pack", "train", "stats", "table"])
     parser.add_argument("--work", type=Path, default=Path("/tmp/grasp"))
     parser.add_argument("--train", type=int, default=800)
     parser.add_argument("--val", type=int, default=50)
@@ -88,6 +109,8 @@ def main() -> None:
         pack(args.work, (args.train, args.val))
     elif args.command == "stats":
         stats(args.work)
+    elif args.command == "table":
+        table(args.work)
     else:
         train(args.work, args.name, args.lora, args.budget, args.epochs)
 

@@ -205,3 +205,42 @@ def test_the_incomplete_copy_drops_the_share_of_each_gold_topics_facts_and_nothi
     assert other != url
     with pytest.raises(ValueError, match="between 0 and 1"):
         incomplete_store([path], "toy", topics, 1.0, 3, tmp_path)
+
+
+def test_kgqa_train_method_grasp_writes_a_checkpoint_that_ask_and_the_sdk_run(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kgqa import Engine
+    from kgqa.faces.cli import app
+    from kgqa.retrieval.store_url import open_writer
+
+    kg = tmp_path / "toy.txt"
+    kg.write_text("\n".join(TOY) + "\n", encoding="utf-8")
+    url = f"oxigraph://{tmp_path / 'store'}"
+    writer = open_writer(url, "toy")
+    load_file(writer, kg)
+    writer.close()
+    qa = tmp_path / "qa.txt"
+    qa.write_text("\n".join([
+        "who directed [Film One]\tDana", "who directed [Film Two]\tEve", "who wrote [Film Three]\tDana",
+        "who starred in [Film One]\tAlice", "who directed the films [Alice] starred in\tDana|Eve", "when was [Film Three] released\t1999",
+    ]) + "\n", encoding="utf-8")
+    out = tmp_path / "model"
+    result = CliRunner().invoke(app, ["train", str(qa), "--method", "grasp", "--store", url, "--out", str(out), "--epochs", "1", "--hops", "2",
+                                      "--validation", "0.2", "--pack-out", str(tmp_path / "pack.pt"), "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    assert config["format"] == "grasp/1" and config["model"]["layers"] == 2 and config["progress"]["epoch"] == 1
+    assert "validation" in config["history"][-1] and (tmp_path / "pack.pt").exists()
+    asked = CliRunner().invoke(app, ["ask", "who directed Film One", "--store", url, "--method", "grasp", "--checkpoint", str(out), "--json"])
+    assert asked.exit_code == 0, asked.output
+    data = json.loads(asked.stdout)
+    assert data["method"] == "grasp" and [c["purpose"] for c in data["trace"]["llm_calls"]] == ["grasp.select.r1"]
+    assert data["trace"]["subgraph"]["rounds"][0]["soft_tokens"] >= 2
+    with Engine(url, "grasp", checkpoint=out, kg="toy", selector_input="triples") as engine:
+        answer = engine.ask("who directed Film One")
+    assert "(triples)" in answer.trace.llm_calls[0].model and answer.trace.subgraph["soft_tokens"] == 0
+    wrong = CliRunner().invoke(app, ["train", "--method", "grasp", "--pack", str(tmp_path / "nothing.pt"), "--out", str(out)])
+    assert wrong.exit_code != 0 and "nothing.pt" in wrong.output

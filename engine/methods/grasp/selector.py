@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -124,3 +125,10 @@ class Selector:
                                    tokenizer=self.tokenizer, pad_token_id=self.tokenizer.eos_token_id)
         text = self.tokenizer.decode(out[0], skip_special_tokens=True).split(END)[0].strip()
         return Selection(text, split_names(text), given.text_tokens, given.soft_tokens, int(out.shape[1]), time.perf_counter() - started)
+
+
+@lru_cache(maxsize=2)
+def frozen_selector(model: str | None = None) -> Selector:
+    """One frozen selector per model in a process: the engines, the service and training without
+    LoRA share its weights (it only reads them; calls take turns on its lock)."""
+    return Selector(model)

@@ -27,7 +27,7 @@ from kgqa.core.labels import normalise_label
 from kgqa.methods.grasp.data import Example
 from kgqa.methods.grasp.gnn import GraphSoftPrompt
 from kgqa.methods.grasp.labels import farthest, named
-from kgqa.methods.grasp.selector import Selector
+from kgqa.methods.grasp.selector import Selector, frozen_selector
 
 FORMAT = "grasp/1"
 
@@ -58,8 +58,9 @@ def load_checkpoint(path: Path, trainable: bool = False, selector: Selector | No
     m = config["model"]
     model = GraphSoftPrompt(m["text_dim"], m["dim"], m["layers"], m["llm_dim"])
     model.load_state_dict(load_file(path / "encoder.safetensors"))
-    lora = path / "lora" if config["selector"].get("lora") else False
-    selector = selector or Selector(config["selector"].get("model"), lora=lora, trainable=trainable)
+    if selector is None:
+        lora = config["selector"].get("lora")
+        selector = Selector(config["selector"].get("model"), lora=path / "lora", trainable=trainable) if lora else frozen_selector(config["selector"].get("model"))
     return model, selector, config
 
 
@@ -107,7 +108,7 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
         model, selector, previous = load_checkpoint(Path(config.init), trainable=True, selector=selector)
         progress, history = previous.get("progress", progress), previous.get("history", [])
     else:
-        selector = selector or Selector(config.selector_model, lora=config.lora, trainable=True)
+        selector = selector or (Selector(config.selector_model, lora=True, trainable=True) if config.lora else frozen_selector(config.selector_model))
         model = GraphSoftPrompt(layers=config.layers, dim=config.dim, llm_dim=selector.width)
     groups = [{"params": list(model.parameters()), "lr": config.lr}]
     if selector.adapter is not None:
