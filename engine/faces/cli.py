@@ -196,9 +196,10 @@ def eval_command(
     scoring_max_batch: BatchOpt = 32,
     drop_topic_edges: Annotated[Optional[float], typer.Option(
         "--drop-topic-edges", min=0.0, max=1.0, help="Evaluate on an incomplete copy of the KG: this share of the facts around each gold "
-                                                     "topic deleted (seeded; needs --kb). The copy is an embedded store kept under --out")] = None,
+                                                     "topic deleted (seeded; needs --kb). The copy is an embedded store kept under --cache-dir")] = None,
     kb: Annotated[Optional[list[Path]], typer.Option("--kb", help="With --drop-topic-edges: the KG's source files, as `kgqa load` read them")] = None,
     drop_seed: Annotated[int, typer.Option("--drop-seed", help="With --drop-topic-edges: which facts are deleted")] = 0,
+    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="With --drop-topic-edges: where the incomplete copies are kept (and reused)")] = Path(".kgqa/cache"),
     method_options: Optional[dict] = None,
 ) -> None:
     """Evaluate on QA files: Hits@1, Hits@k, F1 (all and answerable), per hop, linking, LLM calls and tokens, time per stage."""
@@ -213,7 +214,7 @@ def eval_command(
             rows = read_qa(path)
             examples += rows[:limit] if limit else rows
         if drop_topic_edges:
-            store, kg = _incomplete_copy(store, kg, kb, examples, drop_topic_edges, drop_seed, out_dir), kg or None
+            store, kg = _incomplete_copy(store, kg, kb, examples, drop_topic_edges, drop_seed, cache_dir), kg or None
         with _engine(method, store, kg, llm, llm_cache, checkpoint, method_options or {}, scoring_window_ms=scoring_window_ms,
                      scoring_max_batch=scoring_max_batch) as engine, progress_bar("eval", len(examples)) as bar:
             task = bar.add_task("questions", total=len(examples))
@@ -230,7 +231,7 @@ def eval_command(
     out.print(f"wrote {', '.join(str(p) for p in written)}")
 
 
-def _incomplete_copy(store: str | None, kg: str | None, kb: list[Path] | None, examples: list, ratio: float, seed: int, out_dir: Path) -> str:
+def _incomplete_copy(store: str | None, kg: str | None, kb: list[Path] | None, examples: list, ratio: float, seed: int, work: Path) -> str:
     from kgqa.eval.incomplete import gold_topic_iris, incomplete_store
 
     if not kb:
@@ -240,7 +241,7 @@ def _incomplete_copy(store: str | None, kg: str | None, kb: list[Path] | None, e
         topics, name = gold_topic_iris(whole, examples), whole.kg
     finally:
         whole.close()
-    return incomplete_store(kb, name, topics, ratio, seed, out_dir, progress=lambda line: err.print(line, highlight=False))
+    return incomplete_store(kb, name, topics, ratio, seed, work, progress=lambda line: err.print(line, highlight=False))
 
 
 @app.command()

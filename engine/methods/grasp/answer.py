@@ -126,10 +126,11 @@ class GraspAnswerer:
             chosen, soft_tokens = self.select(result, graph, number)
             rounds.append({"round": number, "around": around, "entities": len(graph.names), "facts": len(graph.facts),
                            "soft_tokens": soft_tokens, "selected": [graph.names[i] for i in chosen]})
-            for i in chosen:
+            for rank, i in enumerate(chosen):  # score: the selector's order (it names no probabilities)
                 candidates.setdefault(sg.nodes[int(fg.nodes[i])], {"label": graph.names[i], "iri": sg.nodes[int(fg.nodes[i])],
-                                                                   "round": number, "hop": int(graph.hop[i])})
-            shown = [f for f in graph.facts if any(f.startswith(graph.names[i] + " —") or f.endswith("→ " + graph.names[i]) for i in chosen)]
+                                                                   "score": round(1.0 / (rank + 1), 4), "round": number, "hop": int(graph.hop[i])})
+            picked = set(chosen)
+            shown = [graph.facts[k] for k, (h, t) in enumerate(graph.edge_index.T.tolist()) if h in picked or t in picked]
             lines += [f"Selected: {'; '.join(graph.names[i] for i in chosen) or '(none)'}", *shown[:FACTS_PER_ROUND]]
             result.evidence.facts += [f for f in shown[:FACTS_PER_ROUND] if f not in result.evidence.facts]
             if session is None:
@@ -159,7 +160,8 @@ class GraspAnswerer:
             result.text = reply.text
             result.answers = map_answers(decision.text, self.store, sg)
             break
-        trace.subgraph = {"nodes": result.graph.num_nodes if result.graph is not None else 0, "rounds": rounds,
+        trace.subgraph = {"nodes": result.graph.num_nodes if result.graph is not None else 0,
+                          "edges": result.graph.num_edges if result.graph is not None else 0, "rounds": rounds,
                           "soft_tokens": sum(r["soft_tokens"] for r in rounds)}
         result.evidence.candidates = list(candidates.values())
         result.evidence.outline = "\n".join(lines)

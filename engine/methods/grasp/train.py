@@ -115,7 +115,8 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
         groups.append({"params": selector.lora_parameters(), "lr": config.lora_lr})
     optimiser = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
     trainable = [e for e in examples if e.target and not e.validation]
-    held_out = [e for e in examples if e.validation][: config.max_validation]
+    validation = [e for e in examples if e.validation]
+    held_out = validation[:: max(1, -(-len(validation) // config.max_validation))] if config.max_validation else []  # spread over the pack
     if not trainable:
         raise ValueError("no training question has an answer in its focus graph")
     started = time.perf_counter()
