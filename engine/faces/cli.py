@@ -164,7 +164,8 @@ def ask(
     for path in result.evidence.paths[:3]:
         out.print(f"  path: {path}", highlight=False)
     if result.evidence.outline:
-        out.print("[dim]outline:[/]\n" + result.evidence.outline, highlight=False, markup=False)
+        out.print("[dim]outline:[/]", highlight=False)
+        out.print(result.evidence.outline, highlight=False, markup=False)
     t = result.trace
     llm_cost = t.llm_totals()
     cost = f" · {llm_cost['calls']} LLM calls, {llm_cost['prompt_tokens']:,}+{llm_cost['completion_tokens']:,} tokens" if llm_cost["calls"] else ""
