@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import threading
 import time
@@ -38,6 +39,18 @@ def option(default: Any, help: str, *, min: float | None = None, max: float | No
     `--on/--off` names for a bool); the long flag is always `--name-with-dashes`."""
     return field(default=default, metadata={"help": help, "min": min, "max": max,
                                             "choices": tuple(choices) if choices else None, "flags": tuple(flags)})
+
+
+def checkpoint_or_bundled(given: str | Path | None, fmt: str, bundled: Path) -> Path:
+    """`given` when its config.json says it is a checkpoint of format `fmt` (an engine's --checkpoint
+    may be another method's, which this method leaves alone), else `bundled`."""
+    if given and (Path(given) / "config.json").exists():
+        try:
+            if json.loads((Path(given) / "config.json").read_text()).get("format") == fmt:
+                return Path(given)
+        except ValueError:
+            pass
+    return bundled
 
 
 def one_call_with_an_llm(options: Any, topics: int, has_llm: bool) -> int:

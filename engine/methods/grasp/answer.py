@@ -11,7 +11,6 @@ the trace.
 from __future__ import annotations
 
 import copy
-import json
 import re
 import threading
 import time
@@ -32,6 +31,7 @@ from kgqa.methods.grasp.labels import farthest, named
 from kgqa.methods.grasp.selector import INPUTS, Selector
 from kgqa.methods.grasp.train import FORMAT, load_checkpoint
 from kgqa.methods.linking_step import link_into
+from kgqa.methods.registry import checkpoint_or_bundled
 from kgqa.retrieval.answer_mapping import map_answers
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.entity_vectors import EntityVectors
@@ -69,14 +69,8 @@ def parse_decision(reply: str) -> Decision:
 
 
 def checkpoint_for(given: str | Path | None) -> Path:
-    """`given` when it is a GraSP checkpoint (an engine's --checkpoint may be another method's), else the bundled one."""
-    if given and (Path(given) / "config.json").exists():
-        try:
-            if json.loads((Path(given) / "config.json").read_text()).get("format") == FORMAT:
-                return Path(given)
-        except ValueError:
-            pass
-    return BUNDLED_CHECKPOINT
+    """The GraSP checkpoint to run: `given` when it is one, else the bundled one."""
+    return checkpoint_or_bundled(given, FORMAT, BUNDLED_CHECKPOINT)
 
 
 class GraspAnswerer:

@@ -9,7 +9,6 @@ is mapped back to entities. Answer labels are never used here.
 from __future__ import annotations
 
 import copy
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
 from kgqa.methods.kgfr.batch import relation_texts
 from kgqa.methods.linking_step import link_into
+from kgqa.methods.registry import checkpoint_or_bundled
 from kgqa.methods.rapl.data import one_question_batch
 from kgqa.methods.rapl.decode import Walk, decode
 from kgqa.methods.rapl.labels import path_text
@@ -48,15 +48,8 @@ class Decoding:
 
 
 def checkpoint_for(given: str | Path | None) -> Path:
-    """The RAPL checkpoint to run: `given` when it is one (an engine's --checkpoint may be KGFR's,
-    which RAPL leaves to kgfr), else the bundled one."""
-    if given and (Path(given) / "config.json").exists():
-        try:
-            if json.loads((Path(given) / "config.json").read_text()).get("format") == FORMAT:
-                return Path(given)
-        except ValueError:
-            pass
-    return BUNDLED_CHECKPOINT
+    """The RAPL checkpoint to run: `given` when it is one, else the bundled one."""
+    return checkpoint_or_bundled(given, FORMAT, BUNDLED_CHECKPOINT)
 
 
 class RAPLAnswerer:
