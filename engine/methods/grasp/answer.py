@@ -127,8 +127,9 @@ class GraspAnswerer:
             shown = [graph.facts[k] for k, (h, t) in enumerate(graph.edge_index.T.tolist()) if h in picked or t in picked]
             lines += [f"Selected: {'; '.join(graph.names[i] for i in chosen) or '(none)'}", *shown[:FACTS_PER_ROUND]]
             result.evidence.facts += [f for f in shown[:FACTS_PER_ROUND] if f not in result.evidence.facts]
+            farthest_out = [AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph") for i in farthest(chosen, graph.hop)]
             if session is None:
-                result.answers = [AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph") for i in farthest(chosen, graph.hop)]
+                result.answers = farthest_out
                 break
             mark = time.perf_counter()
             last = number == self.settings.rounds
@@ -138,7 +139,7 @@ class GraspAnswerer:
                                     limit="This is the last round: answer now.\n" if last else "")
             except LLMError as error:
                 trace.fallback = f"the answer LLM failed in round {number}: {error}; answering with the selected entities farthest from the topics"
-                result.answers = [AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph") for i in farthest(chosen, graph.hop)]
+                result.answers = farthest_out
                 break
             finally:
                 trace.llm_calls.extend(session.calls[before:])
@@ -161,7 +162,7 @@ class GraspAnswerer:
         result.evidence.outline = "\n".join(lines)
         emit(EvidenceReady(result.evidence))
         if not result.answers and not result.declined:
-            result.declined = "the selector named no entity of the subgraph"
+            result.declined = "the answer LLM gave no answer" if result.text else "the selector named no entity of the subgraph"
         trace.seconds["total"] = time.perf_counter() - started
         return result
 
