@@ -136,7 +136,7 @@ def checkpoint(selector, tmp_path_factory):
 
 def test_the_trace_shows_a_select_call_with_soft_tokens_then_a_text_answer_call(toy, encoder, selector, checkpoint):
     store, _ = toy
-    llm = ScriptedLLM([" ANSWER\nAnswer: Dana; Eve"])
+    llm = ScriptedLLM([" ANSWER: Dana; Eve"])
     answerer = GraspAnswerer(store, checkpoint, encoder, selector=selector).with_options(GraspSettings(hops=2), llm)
     result = answerer.answer("who directed the films Alice starred in")
     calls = result.trace.llm_calls
@@ -151,7 +151,7 @@ def test_the_trace_shows_a_select_call_with_soft_tokens_then_a_text_answer_call(
 
 def test_an_entity_decision_retrieves_around_it_and_the_round_bound_holds(toy, encoder, selector, checkpoint):
     store, _ = toy
-    moved = ScriptedLLM([" ENTITY\nEntity: Dana", " ANSWER\nAnswer: Film Three"])
+    moved = ScriptedLLM([" ENTITY: Dana", " ANSWER: Film Three"])
     answerer = GraspAnswerer(store, checkpoint, encoder, selector=selector)
     result = answerer.with_options(GraspSettings(hops=1, rounds=3), moved).answer("what did the director of Film One write", ["Film One"])
     rounds = result.trace.subgraph["rounds"]
@@ -160,7 +160,7 @@ def test_an_entity_decision_retrieves_around_it_and_the_round_bound_holds(toy, e
     assert [a.label for a in result.answers] == ["Film Three"]
     assert "Evidence:\nSelected:" in moved.prompts[1] and moved.prompts[1].count("Selected:") == 2  # both rounds' evidence
 
-    stubborn = ScriptedLLM(lambda prompt: " ENTITY\nEntity: Film Two" if "Film Two" not in prompt.split("Evidence:")[-1] else " ENTITY\nEntity: Eve")
+    stubborn = ScriptedLLM(lambda prompt: " ENTITY: Film Two" if "Film Two" not in prompt.split("Evidence:")[-1] else " ENTITY: Eve")
     capped = answerer.with_options(GraspSettings(hops=1, rounds=2), stubborn).answer("who directed Film One", ["Film One"])
     purposes = [c.purpose for c in capped.trace.llm_calls]
     assert purposes == ["grasp.select.r1", "grasp.answer.r1", "grasp.select.r2", "grasp.answer.r2"]
@@ -182,6 +182,10 @@ def test_decisions_are_read_like_the_authors_parser():
     assert (parse_decision(" ANSWER\nAnswer: Dana; Eve").kind, parse_decision(" ANSWER\nAnswer: Dana; Eve").text) == ("answer", "Dana; Eve")
     assert parse_decision("Dana").text == "Dana"  # no decision word: an answer
     assert parse_decision(" ENTITY but no name").kind == "answer"
+    assert parse_decision("Decision: ENTITY\nEntity: Dana").text == "Dana"
+    assert parse_decision("Decision: ANSWER\nAnswer: Film Three").text == "Film Three"
+    assert parse_decision("Answer:\nAnswer:\nAnswer").text == ""  # a degenerate reply names nothing
+    assert (parse_decision(" ENTITY: Michael Mann").kind, parse_decision(" ANSWER: Mandarin; Cantonese").text) == ("entity", "Mandarin; Cantonese")
 
 
 def test_the_incomplete_copy_drops_the_share_of_each_gold_topics_facts_and_nothing_else(toy, tmp_path):

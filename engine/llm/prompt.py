@@ -1,7 +1,8 @@
 """Prompt files (engine/prompts/*.txt), one per prompt of the papers.
 
 A file starts with `# key: value` header lines — `source` (the paper section it comes from), `stop`
-(a JSON list of stop strings), `max_tokens` — then the body, a `string.Template` (`$question`). A
+(a JSON list of stop strings), `max_tokens`, `final_newline` (false: the reply continues the last
+line, e.g. after "Reply:") — then the body, a `string.Template` (`$question`). A
 block between `### example` and `### end example` is a worked example: kept for base models, which
 need few-shot prompts, and dropped for instruction-tuned ones, which get the paper's zero-shot text.
 """
@@ -49,7 +50,7 @@ def load_prompt(name: str) -> Prompt:
     return Prompt(
         name=name,
         source=header.get("source", ""),
-        body="".join(lines),
+        body="".join(lines) if header.get("final_newline", "true") != "false" else "".join(lines).rstrip("\n"),
         stop=tuple(json.loads(header["stop"])) if "stop" in header else (),
         max_tokens=int(header.get("max_tokens", 256)),
     )

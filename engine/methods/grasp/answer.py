@@ -57,15 +57,18 @@ class Decision:
 
 
 def parse_decision(reply: str) -> Decision:
-    """The answer LLM's reply after "Decision:". No decision word: an answer (the authors' rule)."""
-    head = reply.strip()
-    entity = re.search(r"Entity:\s*(.+)", head)
-    answer = re.search(r"Answer:\s*(.+)", head)
+    """The answer LLM's reply: "ANSWER: …" or "ENTITY: …" (also the authors' two-line "Decision: …"
+    then "Answer: …"/"Entity: …"). No decision word: an answer (the authors' rule); an empty answer
+    stays empty (the caller falls back)."""
+    head = re.sub(r"^\s*(Reply|Decision):\s*", "", reply.strip(), flags=re.IGNORECASE)
+    entity = re.search(r"Entity:[ \t]*(\S[^\n]*)", head, flags=re.IGNORECASE)
+    answer = re.search(r"Answer:[ \t]*(\S[^\n]*)", head, flags=re.IGNORECASE)
     if head.upper().startswith("ENTITY") and entity:
         return Decision("entity", entity.group(1).strip())
     if answer:
         return Decision("answer", answer.group(1).strip())
-    return Decision("answer", re.sub(r"^(ANSWER|ENTITY)\b", "", head, flags=re.IGNORECASE).strip())
+    first = re.sub(r"^(ANSWER|ENTITY)\b:?", "", head, flags=re.IGNORECASE).strip().split("\n")[0].strip()
+    return Decision("answer", "" if re.fullmatch(r"(Answer|Entity|Decision):?", first, flags=re.IGNORECASE) else first)
 
 
 def checkpoint_for(given: str | Path | None) -> Path:
@@ -153,7 +156,10 @@ class GraspAnswerer:
                     continue
                 rounds[-1]["decision"]["unresolved"] = True
             result.text = reply.text
-            result.answers = map_answers(decision.text, self.store, sg)
+            result.answers = map_answers(decision.text, self.store, sg) if decision.text else []
+            if not result.answers:
+                trace.fallback = f"the answer LLM's reply in round {number} named no answer; answering with the selected entities farthest from the topics"
+                result.answers = farthest_out
             break
         trace.subgraph = {"nodes": result.graph.num_nodes if result.graph is not None else 0,
                           "edges": result.graph.num_edges if result.graph is not None else 0, "rounds": rounds,
@@ -162,7 +168,7 @@ class GraspAnswerer:
         result.evidence.outline = "\n".join(lines)
         emit(EvidenceReady(result.evidence))
         if not result.answers and not result.declined:
-            result.declined = "the answer LLM gave no answer" if result.text else "the selector named no entity of the subgraph"
+            result.declined = "the selector named no entity of the subgraph"
         trace.seconds["total"] = time.perf_counter() - started
         return result
 
