@@ -57,6 +57,19 @@ def hub_lines(entities: list[str], hub: str = "HUB", size: int = 400) -> list[st
     return lines
 
 
+def store_from_lines(tmp_path: Path, kg: str, lines: list[str]) -> str:
+    """An on-disk embedded store at tmp_path/store holding `lines` (MetaQA format) as KG `kg`; its URL."""
+    from kgqa.retrieval.store_url import open_writer
+
+    path = tmp_path / f"{kg}.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    url = f"oxigraph://{tmp_path / 'store'}"
+    writer = open_writer(url, kg)
+    load_file(writer, path)
+    writer.close()
+    return url
+
+
 @pytest.fixture(scope="session")
 def demo_file(tmp_path_factory) -> Path:
     """The bundled demo KG plus a synthetic hub, as a MetaQA-format file."""

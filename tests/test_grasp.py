@@ -21,6 +21,7 @@ from kgqa.methods.grasp.train import GraspTrainConfig, save_checkpoint, train
 from kgqa.retrieval.entity_vectors import EntityVectors
 from kgqa.retrieval.text import TextEncoder
 from kgqa.sparql.embedded import EmbeddedWriter
+from conftest import store_from_lines
 from scripted_llm import ScriptedLLM
 
 TOY = [
@@ -218,14 +219,7 @@ def test_kgqa_train_method_grasp_writes_a_checkpoint_that_ask_and_the_sdk_run(tm
 
     from kgqa import Engine
     from kgqa.faces.cli import app
-    from kgqa.retrieval.store_url import open_writer
-
-    kg = tmp_path / "toy.txt"
-    kg.write_text("\n".join(TOY) + "\n", encoding="utf-8")
-    url = f"oxigraph://{tmp_path / 'store'}"
-    writer = open_writer(url, "toy")
-    load_file(writer, kg)
-    writer.close()
+    url = store_from_lines(tmp_path, "toy", TOY)
     qa = tmp_path / "qa.txt"
     qa.write_text("\n".join([
         "who directed [Film One]\tDana", "who directed [Film Two]\tEve", "who wrote [Film Three]\tDana",
