@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from conftest import all_label_pages
+from conftest import all_label_pages, store_from_lines
 
 from kgqa.retrieval.linking import link
+from kgqa.retrieval.store_url import open_store
 from kgqa.core.namespace import KGNamespace
 
 NS = KGNamespace("demo")
@@ -51,6 +52,24 @@ def test_misspelled_names_link_through_the_fallbacks(demo_kg):
     assert link(store, "who directed Kismet").topics[0].match == "exact"
     assert link(store, "which films did William Dieterel direct", fallback=False).topics == []
 
+
+def test_titles_made_of_function_words_long_titles_and_prose_phrases(tmp_path):
+    store = open_store(store_from_lines(tmp_path, "titles", [
+        "Are You Here|directed_by|Matthew Weiner",
+        "All of Me|directed_by|Carl Reiner",
+        "The Story|directed_by|Norman Lear",
+        "As I Was Moving Ahead Occasionally I Saw Brief Glimpses of Beauty|directed_by|Jonas Mekas",
+    ]), "titles")
+    # written as a title inside the question, a span of function words is looked up
+    assert [t.entity.label for t in link(store, "who are the actors in Are You Here", fallback=False).topics] == ["Are You Here"]
+    assert [t.entity.label for t in link(store, "what type of film is All of Me", fallback=False).topics] == ["All of Me"]
+    assert link(store, "are you here with all of me", fallback=False).topics == []  # the same words as prose are not
+    # a lower-case phrase opening with a function word gives way to a name ...
+    assert [t.entity.label for t in link(store, "what movie did Norman Lear write the story for", fallback=False).topics] == ["Norman Lear"]
+    # ... and is still linked when it is all the question names
+    assert [t.entity.label for t in link(store, "who directed the story", fallback=False).topics] == ["The Story"]
+    title = "As I Was Moving Ahead Occasionally I Saw Brief Glimpses of Beauty"
+    assert [t.entity.label for t in link(store, f"which person wrote the movie {title}", fallback=False).topics] == [title]
 
 
 def test_label_pages_list_each_pair_once_whatever_the_page_size():

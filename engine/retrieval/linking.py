@@ -18,7 +18,7 @@ from kgqa.core.store import GraphStore
 from kgqa.core.types import Entity, LinkedEntity
 
 _TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*|[^\w\s]", re.UNICODE)
-MAX_NGRAM = 10
+MAX_NGRAM = 16  # film titles run long ("As I Was Moving Ahead Occasionally I Saw Brief Glimpses of Beauty": 13 words)
 FALLBACK_NGRAM = 8  # longest span the fallbacks try
 FUZZY_THRESHOLD = 0.85  # difflib ratio on normalised labels
 FUZZY_THRESHOLD_ONE_WORD = 0.9  # one word has more near neighbours ("william" ~ "gilliam": 0.857)
@@ -75,7 +75,7 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     it; longer spans beat shorter ones, exact matches beat normalised ones, earlier spans beat later
     ones; spans never overlap; name-like spans beat lone lower-case words (see below). `fallback`
     adds the fuzzy and embedding matches described above (`encoder`: a TextEncoder to share)."""
-    spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2]))]
+    spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2])) or _written_as_title(*s)]
     found = store.resolve(sorted({text for _, _, text in spans}))
     matched = [(i, j, text) for i, j, text in spans if found.get(text)]
     ranked = sorted(matched, key=lambda s: (-(s[1] - s[0]), found[s[2]][0].match != "exact", s[0]))
@@ -99,8 +99,11 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     # A span written like a name (several words, or a capitalised word) outranks a lone lower-case
     # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
     # when the question has no name-like match at all ("who directed kismet").
+    # Beside a capitalised name, a lower-case phrase that opens with a function word is dropped too.
     named = [hit for hit in topics if _name_like(hit.query)]
     topics = named or topics
+    if any(_capitalised(hit.query) for hit in topics):
+        topics = [hit for hit in topics if not _prose(hit.query)]
     topics.sort(key=lambda hit: question.find(hit.query))
     return Linking(topics, candidates)
 
@@ -167,8 +170,29 @@ def _shared_encoder():  # type: ignore[no-untyped-def]
 
 
 def _name_like(span: str) -> bool:
-    words = _TOKEN.findall(span)
-    return len([w for w in words if any(ch.isalnum() for ch in w)]) > 1 or span[:1].isupper() or any(ch.isdigit() for ch in span)
+    return len(_words(span)) > 1 or _capitalised(span)
+
+
+def _capitalised(span: str) -> bool:
+    return span[:1].isupper() or any(ch.isdigit() for ch in span)
+
+
+def _prose(span: str) -> bool:
+    """Lower-case words opening with a function word: "the story" in "what did Norman Lear write the
+    story for" reads as prose beside a capitalised name, even where a film is called "The Story"."""
+    words = _words(span)
+    return not _capitalised(span) and len(words) > 1 and words[0].lower() in STOPWORDS
+
+
+def _words(span: str) -> list[str]:
+    return [w for w in _TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
+
+
+def _written_as_title(i: int, j: int, text: str) -> bool:
+    """A span of function words only that is written like a title inside the question ("the actors in
+    Are You Here", "what type of film is All of Me"): several words, the first capitalised, not the
+    question's first word (which is capitalised anyway)."""
+    return i > 0 and j - i > 1 and text[:1].isupper()
 
 
 def link_or_resolve(store: GraphStore, question: str, topics: list[str] | None = None, encoder=None) -> Linking:  # type: ignore[no-untyped-def]
