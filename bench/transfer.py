@@ -3,6 +3,7 @@
     python bench/transfer.py build --work /tmp/transfer      # questions (kgqa synth) and packs per KG
     python bench/transfer.py run --work /tmp/transfer --budget 8
     python bench/transfer.py bundle --work /tmp/transfer --budget 70   # the checkpoint to bundle
+    python bench/transfer.py score --work /tmp/transfer --model DIR...  # Hits@1 per pack and hop
 
 `build` needs each KG loaded in an embedded store (see STORES below; `kgqa load` makes them) and
 writes, per KG, the generated questions split 80/20 (fixed seed) and two packs of them: relation
@@ -175,6 +176,23 @@ def bundle(work: Path, budget: float) -> None:
     (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
 
 
+def score(work: Path, models: list[Path]) -> None:
+    """Validation Hits@1 per pack and per hop for each model (a checkpoint reads the packs of its own
+    relation-text style: v1 for today's, v2 for the new ones)."""
+    names = [n for n in [*STORES, "metaqa", HUMAN] if (work / f"{n}.v2.npz").exists()]
+    print("| model | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for path in models:
+        model, config = load_checkpoint(path, "cpu")
+        style = config.get("relation_text", "v1")
+        cells = []
+        for n in names:
+            r = _hits(model, PackedQA.load(work / f"{n}.{style}.npz"), "cpu")
+            hops = "/".join(f"{r[k]:.3f}" for k in ("hop1", "hop2", "hop3") if k in r)
+            cells.append(f"{r['all']:.3f} ({hops})")
+        print(f"| {path} | " + " | ".join(cells) + " |", flush=True)
+
+
 def table(results: dict, names: list[str]) -> None:
     print("\n| KG (validation questions) | today's checkpoint | left out (never saw the KG) | in domain (trained on all) | new bundled checkpoint |")
     print("|---|---|---|---|---|")
@@ -186,10 +204,11 @@ def table(results: dict, names: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("build", "run", "table", "bundle"))
+    parser.add_argument("step", choices=("build", "run", "table", "bundle", "score"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/transfer"))
     parser.add_argument("--budget", type=float, default=8.0, help="minutes of training per model")
     parser.add_argument("--kgs", nargs="*", default=[], help="only these (build: names of STORES or metaqa)")
+    parser.add_argument("--model", type=Path, nargs="*", default=[], help="score: checkpoints to score on every pack's validation part")
     args = parser.parse_args()
     if args.step == "build":
         build(args.work, args.kgs)
@@ -197,6 +216,8 @@ def main() -> None:
         run(args.work, args.budget, args.kgs)
     elif args.step == "bundle":
         bundle(args.work, args.budget)
+    elif args.step == "score":
+        score(args.work, args.model)
     else:
         results = json.loads((args.work / "results.json").read_text())
         table(results, list(results["today"]))

@@ -24,6 +24,7 @@ def test_relation_words_read_the_same_whatever_the_convention(label, words):
 
 @pytest.mark.parametrize("label, inverse", [
     ("directed_by", "directed"),  # (Kismet, directed by, Borzage) read from Borzage: "Borzage directed Kismet"
+    ("written_by", "wrote"),  # an irregular participle reads as the active past: "Hecht wrote Kismet"
     ("/film/film/directed_by", "directed"),
     ("hasCapital", "capital of"),
     ("nationality", "nationality of"),

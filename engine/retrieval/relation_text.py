@@ -31,6 +31,10 @@ _INVERSE_SPELLED = {"is a": "has instance", "instance of": "has instance", "same
 _IRREGULAR = {"bring": "brought", "make": "made", "write": "written", "give": "given", "take": "taken", "hold": "held", "lead": "led",
               "speak": "spoken", "win": "won", "have": "had", "find": "found", "teach": "taught", "buy": "bought", "sell": "sold",
               "begin": "begun", "build": "built", "know": "known", "see": "seen", "do": "done", "become": "become", "run": "run"}
+# a participle read from the object is the active past: (Kismet, written by, X) from X: "X wrote Kismet"
+_PAST = {"written": "wrote", "given": "gave", "taken": "took", "spoken": "spoke", "known": "knew", "seen": "saw", "done": "did",
+         "begun": "began", "driven": "drove", "drawn": "drew", "sung": "sang", "chosen": "chose", "eaten": "ate", "grown": "grew",
+         "shown": "showed", "thrown": "threw", "worn": "wore", "born": "bore", "sworn": "swore", "stolen": "stole", "frozen": "froze"}
 _NOT_VERBS = frozenset("is has was does status series species news means physics genus class address census alias bus gas".split())
 
 RELATION_TEXT_STYLES = ("v1", "v2")  # v1: the first checkpoint's ("inverse of: " + words); v2: this module's inverse phrasing
@@ -91,7 +95,7 @@ def inverse_words(words: str, freebase: bool = False) -> str:
     if not tokens:
         return words
     if len(tokens) > 1 and tokens[-1] == "by":
-        return " ".join(tokens[:-1])
+        return " ".join(_PAST.get(t, t) for t in tokens[:-1])
     if len(tokens) > 1 and tokens[-1] == "of":
         rest = tokens[1:-1] if tokens[0] in ("is", "a", "an", "the") else tokens[:-1]
         return "has " + " ".join(rest) if rest else words
