@@ -53,7 +53,7 @@ def _store(kg: str) -> tuple[str, str]:
     return url, name
 
 
-def validation_questions(kg: str, transfer: Path, rng: random.Random) -> list[QAExample]:
+def validation_questions(kg: str, transfer: Path, rng: random.Random, answerable: int = ANSWERABLE) -> list[QAExample]:
     if kg == "metaqa":
         held = set(json.loads((transfer / "today-checkpoint" / "config.json").read_text())["train"]["split"]["validation_qids"])
         out = []
@@ -63,21 +63,21 @@ def validation_questions(kg: str, transfer: Path, rng: random.Random) -> list[QA
         return out
     if kg == HUMAN:  # the part bench/transfer.py holds out of training
         _, val_part = split(read_qa(transfer / f"{HUMAN}.jsonl"), 0.2, seed=11)
-        return rng.sample(val_part, min(ANSWERABLE, len(val_part)))
+        return rng.sample(val_part, min(answerable, len(val_part)))
     _, val_part = split(read_qa(transfer / f"{kg}.jsonl"), 0.2, seed=11)  # the packs' split: never trained on
-    return rng.sample(val_part, min(ANSWERABLE, len(val_part)))
+    return rng.sample(val_part, min(answerable, len(val_part)))
 
 
 def _overlap(a: str, b: str) -> bool:
     return a == b or any({a, b} <= group for group in OVERLAP)
 
 
-def collect(checkpoint: Path, work: Path, transfer: Path) -> None:
+def collect(checkpoint: Path, work: Path, transfer: Path, answerable: int = ANSWERABLE, unanswerable: int = UNANSWERABLE) -> None:
     work.mkdir(parents=True, exist_ok=True)
     kgs = [*STORES, "metaqa"]
     rng = random.Random(7)
-    questions = {kg: validation_questions(kg, transfer, rng) for kg in [*kgs, HUMAN]}
-    for target in kgs:
+    questions = {kg: validation_questions(kg, transfer, rng, answerable) for kg in [*kgs, HUMAN]}
+    for target in sorted(kgs, key=lambda kg: kg == "fb15k237"):  # the slowest (3-hop FB15k-237 subgraphs) last
         done = work / f"{target}.json"
         if done.exists():
             continue
@@ -88,7 +88,7 @@ def collect(checkpoint: Path, work: Path, transfer: Path) -> None:
                 home = HOME.get(source, source)
                 if home != target and _overlap(home, target):
                     continue
-                asked = questions[source] if home == target else random.Random(source + target).sample(questions[source], UNANSWERABLE)
+                asked = questions[source] if home == target else random.Random(source + target).sample(questions[source], unanswerable)
                 report = evaluate(engine.runner(), engine.store, asked, gold_topics=False, workers=4)
                 rows += [{**r, "target": target, "source": source, "answerable": home == target} for r in report["rows"]]
                 print(f"{target:12s} ← {source:12s} {len(asked):4d} questions, Hits@1 {np.mean([r['hits1_ranked'] for r in report['rows']]):.3f}", flush=True)
@@ -135,10 +135,12 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, default=BUNDLED_CHECKPOINT)
     parser.add_argument("--work", type=Path, default=Path("/tmp/abstention"))
     parser.add_argument("--transfer", type=Path, default=Path("/tmp/transfer"), help="bench/transfer.py's work folder (questions, today's checkpoint)")
+    parser.add_argument("--answerable", type=int, default=ANSWERABLE, help="collect: validation questions asked of their own KG (MetaQA: 300)")
+    parser.add_argument("--unanswerable", type=int, default=UNANSWERABLE, help="collect: questions of each other KG asked of one")
     parser.add_argument("--save", action="store_true", help="fit: write the calibration fitted on everything into the checkpoint")
     args = parser.parse_args()
     if args.step == "collect":
-        collect(args.checkpoint, args.work, args.transfer)
+        collect(args.checkpoint, args.work, args.transfer, args.answerable, args.unanswerable)
     else:
         report(args.checkpoint, args.work, args.save)
 

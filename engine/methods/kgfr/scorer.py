@@ -37,7 +37,7 @@ from kgqa.methods.kgfr.train import load_checkpoint
 from kgqa.methods.registry import MethodContext
 from kgqa.retrieval.text import TextEncoder
 
-BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "kgfr-metaqa"
+BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "kgfr-multikg"
 DEFAULT_MARGIN = 1.0
 DEFAULT_WINDOW_MS = 2.0
 DEFAULT_MAX_BATCH = 32
