@@ -1,7 +1,7 @@
 """Does KGFR know when it does not know? Coverage and precision of declining, per KG and across KGs.
 
     python bench/abstention.py collect --checkpoint DIR --work /tmp/abstention   # answer, keep the signals
-    python bench/abstention.py fit --checkpoint DIR --work /tmp/abstention [--save]
+    python bench/abstention.py fit --checkpoint DIR --work /tmp/abstention [--answer-rate 0.97] [--save]
 
 `collect` asks each KG (the stores of bench/transfer.py, built by its `build` step) two kinds of
 questions with declining off: its own validation questions (answerable; MetaQA's are the bundled
@@ -11,8 +11,9 @@ validation questions of other KGs whose domain it does not cover (unanswerable: 
 KG could hold the other's facts, such as FB15k-237 and the MetaQA movies, or FB15k-237 and
 Countries). Each answer's confidence signals and whether its top candidate was right are kept.
 
-`fit` then reports, at the answerability threshold that keeps 97 % of the answerable validation
-questions whose topic was linked answered (kgfr/confidence.py):
+`fit` then reports, at the answerability threshold that keeps `--answer-rate` (default 97 %) of the
+answerable validation questions whose topic was linked answered (kgfr/confidence.py; the bundled
+checkpoint's was fitted with 0.985):
 - leave one KG out: the calibration is fitted on the other KGs' questions only and judged on the
   left-out KG's (answerable and unanswerable), the case of a user's own graph;
 - a split in halves (fixed seed): fitted on one half, judged on the other, with the coverage /
@@ -95,12 +96,12 @@ def collect(checkpoint: Path, work: Path, transfer: Path, answerable: int = ANSW
         done.write_text(json.dumps(rows))
 
 
-def _fit(rows: list[dict], checkpoint: Path | None = None):  # type: ignore[no-untyped-def]
-    return fit_rows(rows, DEFAULT_ANSWER_RATE, {"kgs": sorted({r["target"] for r in rows}), "question_sets": sorted({r["source"] for r in rows})},
+def _fit(rows: list[dict], checkpoint: Path | None = None, answer_rate: float = DEFAULT_ANSWER_RATE):  # type: ignore[no-untyped-def]
+    return fit_rows(rows, answer_rate, {"kgs": sorted({r["target"] for r in rows}), "question_sets": sorted({r["source"] for r in rows})},
                     checkpoint)
 
 
-def report(checkpoint: Path, work: Path, save: bool) -> None:
+def report(checkpoint: Path, work: Path, save: bool, answer_rate: float = DEFAULT_ANSWER_RATE) -> None:
     rows = [r for path in sorted(work.glob("*.json")) for r in json.loads(path.read_text())]
     kgs = sorted({r["target"] for r in rows})
     fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
@@ -111,17 +112,17 @@ def report(checkpoint: Path, work: Path, save: bool) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kg in kgs:
         inside = [r for r in rows if r["target"] == kg]
-        calibration = _fit([r for r in rows if r["target"] != kg])
+        calibration = _fit([r for r in rows if r["target"] != kg], answer_rate=answer_rate)
         row = judge_rows(calibration, inside, [calibration.threshold])[0]
         ranked = np.mean([r["hits1_ranked"] for r in inside if r["answerable"]])
         print(f"| {kg} | {sum(r['answerable'] for r in inside)} | {sum(not r['answerable'] for r in inside)} | {calibration.threshold:.3f} | "
               f"{fmt(row['coverage'])} | {fmt(row['coverage_linked'])} | {fmt(row['precision'])} | {ranked:.3f} | {fmt(row['declined_unanswerable'])} |")
     shuffled = random.Random(3).sample(rows, len(rows))
     half = len(shuffled) // 2
-    calibration = _fit(shuffled[:half])
+    calibration = _fit(shuffled[:half], answer_rate=answer_rate)
     print(f"\nHalves (fitted on {half} questions, judged on the other {len(rows) - half}); chosen threshold {calibration.threshold:.3f}:\n")
     print(curve_table(calibration, shuffled[half:]))
-    final = _fit(rows, checkpoint)
+    final = _fit(rows, checkpoint, answer_rate)
     for head in ("right", "answerable"):
         model = getattr(final, head)
         print(f"\n{head} weights (standardised features): " + ", ".join(f"{n} {w:+.2f}" for n, w in zip(model.features, model.weights)))
@@ -137,12 +138,14 @@ def main() -> None:
     parser.add_argument("--transfer", type=Path, default=Path("/tmp/transfer"), help="bench/transfer.py's work folder (questions, today's checkpoint)")
     parser.add_argument("--answerable", type=int, default=ANSWERABLE, help="collect: validation questions asked of their own KG (MetaQA: 300)")
     parser.add_argument("--unanswerable", type=int, default=UNANSWERABLE, help="collect: questions of each other KG asked of one")
+    parser.add_argument("--answer-rate", type=float, default=DEFAULT_ANSWER_RATE,
+                        help="fit: the share of answerable linked questions the threshold keeps answered")
     parser.add_argument("--save", action="store_true", help="fit: write the calibration fitted on everything into the checkpoint")
     args = parser.parse_args()
     if args.step == "collect":
         collect(args.checkpoint, args.work, args.transfer, args.answerable, args.unanswerable)
     else:
-        report(args.checkpoint, args.work, args.save)
+        report(args.checkpoint, args.work, args.save, args.answer_rate)
 
 
 if __name__ == "__main__":
