@@ -103,7 +103,7 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     named = [hit for hit in topics if _name_like(hit.query)]
     topics = named or topics
     if any(_capitalised(hit.query) for hit in topics):
-        topics = [hit for hit in topics if not _prose(hit.query)]
+        topics = [hit for hit in topics if not _prose(hit.query, stopwords)]
     topics.sort(key=lambda hit: question.find(hit.query))
     return Linking(topics, candidates)
 
@@ -177,11 +177,11 @@ def _capitalised(span: str) -> bool:
     return span[:1].isupper() or any(ch.isdigit() for ch in span)
 
 
-def _prose(span: str) -> bool:
+def _prose(span: str, stopwords: frozenset[str]) -> bool:
     """Lower-case words opening with a function word: "the story" in "what did Norman Lear write the
     story for" reads as prose beside a capitalised name, even where a film is called "The Story"."""
     words = _words(span)
-    return not _capitalised(span) and len(words) > 1 and words[0].lower() in STOPWORDS
+    return not _capitalised(span) and len(words) > 1 and words[0].lower() in stopwords
 
 
 def _words(span: str) -> list[str]:
