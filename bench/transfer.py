@@ -3,6 +3,7 @@
     python bench/transfer.py build --work /tmp/transfer      # questions (kgqa synth) and packs per KG
     python bench/transfer.py run --work /tmp/transfer --budget 8
     python bench/transfer.py bundle --work /tmp/transfer --budget 70   # the checkpoint to bundle
+    python bench/transfer.py polish --work /tmp/transfer --budget 9    # its short MetaQA-heavy second phase
     python bench/transfer.py score --work /tmp/transfer --model DIR...  # Hits@1 per pack and hop
 
 `build` needs each KG loaded in an embedded store (see STORES below; `kgqa load` makes them) and
@@ -20,7 +21,13 @@ model that never saw X (left out), and the model trained on all (in domain).
 part of the human Freebase questions grounded in FB15k-237 where `build` packed them (from
 WORK/freebase-human.jsonl, written by bench/ground_freebase.py), and a larger sample of MetaQA dev
 (METAQA_BUNDLE per hop from the bundled checkpoint's training part), starting
-from today's checkpoint, written to WORK/model-bundle (run it again with a new budget to go on).
+from today's checkpoint (or `--init DIR`), written to WORK/model-bundle (run it again with a new
+budget to go on; `--out DIR` to write elsewhere).
+
+`polish` is the bundle's second phase: one epoch at lr 1e-4 over a MetaQA-heavy mix (POLISH: 9,000 of
+the MetaQA bundle pack's training questions, 300 of each other pack's), from WORK/model-bundle (or
+`--init`), written to WORK/model-polish (or `--out`). Phase 1 moves MetaQA below its bar; this brings
+it back without undoing the rest.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ LEFT_OUT = ("fb15k237", "umls", "countries", "metaqa-free")
 METAQA_PER_HOP = (600, 200)  # MetaQA dev questions per hop: training, validation
 HUMAN = "freebase-human"  # real questions grounded in FB15k-237 (bench/ground_freebase.py), packed when present
 METAQA_BUNDLE = (6000, 200)  # the same for the checkpoint to bundle: more MetaQA so that it keeps its MetaQA Hits@1
+POLISH = (9000, 300)  # the polish step's training questions: from the MetaQA bundle pack, from each other pack
 
 
 def _pack_both(name: str, store, examples, validation, hops: int, work: Path, encoder: TextEncoder, meta: dict) -> None:
@@ -158,25 +166,47 @@ def run(work: Path, budget: float, kgs: list[str]) -> None:
     table(results, names)
 
 
-def bundle(work: Path, budget: float) -> None:
-    """Train the checkpoint to bundle on every pack (MetaQA's larger one); resumes from its last best."""
+def _bundle_packs(work: Path) -> list[str]:
     base = _today(work)
     if not (work / "metaqa-bundle.v2.npz").exists():
         _pack_metaqa("metaqa-bundle", METAQA_BUNDLE, work, base, TextEncoder())
-    names = [n for n in STORES] + ["metaqa-bundle"] + ([HUMAN] if (work / f"{HUMAN}.v2.npz").exists() else [])
+    return [n for n in STORES] + ["metaqa-bundle"] + ([HUMAN] if (work / f"{HUMAN}.v2.npz").exists() else [])
+
+
+def _held_split(work: Path) -> dict:
+    """The MetaQA questions held out from every model in the chain (today's checkpoint's validation ids)
+    stay written down: bench scripts and method READMEs take MetaQA's validation split from here."""
+    held = json.loads((_today(work) / "config.json").read_text())["train"]["split"]
+    return {"files": held["files"], "validation_qids": held["validation_qids"]}
+
+
+def bundle(work: Path, budget: float, init: Path | None, out: Path | None) -> None:
+    """Train the checkpoint to bundle on every pack (MetaQA's larger one); resumes from its last best."""
+    names = _bundle_packs(work)
     data = PackedQA.concat([PackedQA.load(work / f"{n}.v2.npz") for n in names])
     train_part, val_part = data.split()
-    out = work / "model-bundle"
+    out = out or work / "model-bundle"
     (out / "done").unlink(missing_ok=True)
-    init = out if (out / "config.json").exists() else base
-    # The MetaQA questions held out from every model in the chain (today's checkpoint's validation ids)
-    # stay written down: bench scripts and method READMEs take MetaQA's validation split from here.
-    held = json.loads((base / "config.json").read_text())["train"]["split"]
-    split = {"packs": names, "metaqa_bundle": METAQA_BUNDLE, "files": held["files"], "validation_qids": held["validation_qids"]}
+    init = out if (out / "config.json").exists() else (init or _today(work))
+    split = {"packs": names, "metaqa_bundle": METAQA_BUNDLE, **_held_split(work)}
     config = TrainConfig(epochs=100, patience=4, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="auto",
                          time_budget=budget * 60, init=str(init), split=split)
     started = time.perf_counter()
     train(train_part, val_part, config, out, log=lambda line: print(f"[bundle] {line}", flush=True))
+    (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
+
+
+def polish(work: Path, budget: float, init: Path | None, out: Path | None) -> None:
+    """The bundle's second phase (see the module's doc): one epoch at lr 1e-4, MetaQA-heavy."""
+    names = _bundle_packs(work)
+    packs = [PackedQA.load(work / f"{n}.v2.npz").capped(POLISH[0] if n == "metaqa-bundle" else POLISH[1], seed=5) for n in names]
+    train_part, val_part = PackedQA.concat(packs).split()
+    init, out = init or work / "model-bundle", out or work / "model-polish"
+    split = {"packs": names, "polish": POLISH, "metaqa_bundle": METAQA_BUNDLE, **_held_split(work)}
+    config = TrainConfig(epochs=1, patience=1, lr=1e-4, lr_decay=1.0, batch_size=32, residual=True, norm=True, message="product", device="auto",
+                         time_budget=budget * 60, init=str(init), split=split)
+    started = time.perf_counter()
+    train(train_part, val_part, config, out, log=lambda line: print(f"[polish] {line}", flush=True))
     (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
 
 
@@ -208,18 +238,22 @@ def table(results: dict, names: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("build", "run", "table", "bundle", "score"))
+    parser.add_argument("step", choices=("build", "run", "table", "bundle", "polish", "score"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/transfer"))
     parser.add_argument("--budget", type=float, default=8.0, help="minutes of training per model")
     parser.add_argument("--kgs", nargs="*", default=[], help="only these (build: names of STORES or metaqa)")
     parser.add_argument("--model", type=Path, nargs="*", default=[], help="score: checkpoints to score on every pack's validation part")
+    parser.add_argument("--init", type=Path, help="bundle/polish: the checkpoint to start from (bundle: today's; polish: WORK/model-bundle)")
+    parser.add_argument("--out", type=Path, help="bundle/polish: where to write (WORK/model-bundle, WORK/model-polish)")
     args = parser.parse_args()
     if args.step == "build":
         build(args.work, args.kgs)
     elif args.step == "run":
         run(args.work, args.budget, args.kgs)
     elif args.step == "bundle":
-        bundle(args.work, args.budget)
+        bundle(args.work, args.budget, args.init, args.out)
+    elif args.step == "polish":
+        polish(args.work, args.budget, args.init, args.out)
     elif args.step == "score":
         score(args.work, args.model)
     else:

@@ -167,3 +167,14 @@ def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_pa
     (tmp_path / "bad.npz").write_bytes(b"not a pack")
     with pytest.raises(ValueError, match="bad.npz: not a kgfr-pack"):
         PackedQA.load(tmp_path / "bad.npz")
+
+
+def test_scoring_batches_stop_at_a_fact_budget():
+    """Validation batches hold at most `size` questions and, past the first, at most `max_facts` facts."""
+    from types import SimpleNamespace
+
+    from kgqa.methods.kgfr.train import _fact_chunks
+
+    data = SimpleNamespace(edge_ptr=np.cumsum([0, 5, 5, 20, 1, 1, 1]))  # facts per question: 5 5 20 1 1 1
+    assert _fact_chunks(data, range(6), size=64, max_facts=12) == [[0, 1], [2], [3, 4, 5]]
+    assert _fact_chunks(data, range(6), size=2, max_facts=100) == [[0, 1], [2, 3], [4, 5]]

@@ -17,8 +17,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+
+def set_f1(predicted: Set, gold: Set) -> float:
+    """F1 of a predicted answer set against the gold one (0 when either is empty)."""
+    hit = len(predicted & gold)
+    return 0.0 if not hit else 2 * hit / (len(predicted) + len(gold))
 
 
 @dataclass

@@ -16,20 +16,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kgqa.core.answer import set_f1
 from kgqa.core.labels import normalise_label
 from kgqa.methods.registry import Runner
 from kgqa.loaders.qa import QAExample
 from kgqa.core.store import GraphStore
 
-
-def _f1(predicted: set[str], gold: set[str]) -> float:
-    if not predicted or not gold:
-        return 0.0
-    hit = len(predicted & gold)
-    if hit == 0:
-        return 0.0
-    precision, recall = hit / len(predicted), hit / len(gold)
-    return 2 * precision * recall / (precision + recall)
 
 
 def evaluate(
@@ -65,7 +57,7 @@ def evaluate(
             "answered": answer.declined is None, "confidence": answer.confidence,
             "signals": dict(answer.trace.confidence_signals),
             "hitsk": any(r in gold for r in ranked[:k]),
-            "f1": _f1(set(predicted), gold),
+            "f1": set_f1(set(predicted), gold),
             "in_subgraph": graph is not None and any(normalise_label(label) in gold for label in graph.node_labels),
             "in_kb": any(kb_cache[a] for a in ex.answers),
             "linked_ok": (linked == expected_topics) if expected_topics else None,

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kgqa.core.answer import set_f1
 from kgqa.methods.kgfr.model import KGFR, kgfr_loss
 from kgqa.methods.kgfr.pack import PackedQA
 from kgqa.retrieval.text import DEFAULT_ENCODER
@@ -89,6 +90,23 @@ def _chunks(items: Sequence[int], size: int) -> list[list[int]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
+EVAL_FACTS = 150_000  # facts per scoring batch: 64 Kinships subgraphs (~17k facts each) took ~15 GB in one batch
+
+
+def _fact_chunks(data: PackedQA, items: Sequence[int], size: int, max_facts: int = EVAL_FACTS) -> list[list[int]]:
+    """Up to `size` questions per chunk, fewer where their subgraphs together pass `max_facts`."""
+    chunks: list[list[int]] = []
+    facts = 0
+    for i in items:
+        n = int(data.edge_ptr[i + 1] - data.edge_ptr[i])
+        if not chunks or len(chunks[-1]) >= size or facts + n > max_facts:
+            chunks.append([])
+            facts = 0
+        chunks[-1].append(i)
+        facts += n
+    return chunks
+
+
 def _local_scores(model: KGFR, data: PackedQA, indices: list[int], device: torch.device, alphas: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
     """Per question, the scores of its nodes (topic entities at -inf: they are not answers).
     With `alphas`, each layer's edge attention is appended to it."""
@@ -109,7 +127,7 @@ def evaluate(model: KGFR, data: PackedQA, device: torch.device, batch_size: int 
     hits: dict[str, list[bool]] = {}
     alphas: list[torch.Tensor] = []
     usable = [i for i in range(len(data)) if data.has_subgraph(i)]
-    for chunk in _chunks(usable, batch_size):
+    for chunk in _fact_chunks(data, usable, batch_size):
         for i, local in zip(chunk, _local_scores(model, data, chunk, device, alphas)):
             best = int(torch.argmax(local)) if torch.isfinite(local).any() else -1
             answers = data.answers(i)
@@ -220,14 +238,13 @@ def choose_margin(model: KGFR, data: PackedQA, device: torch.device, batch_size:
     best mean F1 on validation (§ issue: "the answer set for F1 is the top candidates within a margin")."""
     f1s: dict[float, list[float]] = {m: [] for m in MARGINS}
     usable = [i for i in range(len(data)) if data.has_subgraph(i)]
-    for chunk in _chunks(usable, batch_size):
+    for chunk in _fact_chunks(data, usable, batch_size):
         for i, local in zip(chunk, _local_scores(model, data, chunk, device)):
             gold = set(data.answers(i).tolist())
             best = float(local.max()) if local.numel() else float("-inf")
             for m in MARGINS:
                 chosen = {int(k) for k in torch.nonzero(local >= best - m).squeeze(-1)} if np.isfinite(best) else set()
-                hit = len(chosen & gold)
-                f1s[m].append(0.0 if not hit else 2 * hit / (len(chosen) + len(gold)))
+                f1s[m].append(set_f1(chosen, gold))
     means = {m: float(np.mean(v)) if v else 0.0 for m, v in f1s.items()}
     margin = max(MARGINS, key=lambda m: (means[m], -m))
     return margin, means[margin]

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from kgqa.core.answer import set_f1
 from kgqa.methods.rapl.line_graph import LineGraph
 
 MAX_SHORTEST = 50  # more shortest paths than this: keep only the shortest
@@ -96,6 +97,4 @@ def chain_reach(lg: LineGraph, relations: Sequence[int]) -> set[int]:
 def answer_coverage(lg: LineGraph, relations: Sequence[int], answers: Iterable[int]) -> float:
     """F1 between what a chain reaches and the gold answers: a chain that answers the question reaches
     them all and little else; one that meets an answer by coincidence reaches few of them."""
-    reached, gold = chain_reach(lg, relations), set(answers)
-    hit = len(reached & gold)
-    return 0.0 if not hit else 2 * hit / (len(reached) + len(gold))
+    return set_f1(chain_reach(lg, relations), set(answers))

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from kgqa.core.answer import set_f1
 from kgqa.methods.kgfr.train import TimeBudget, _chunks, code_version, pick_device, save_history
 from kgqa.methods.rapl.data import RAPLPack
 from kgqa.methods.rapl.decode import decode
@@ -209,8 +210,7 @@ def choose_answer_share(model: RAPL, data: RAPLPack, indices: Sequence[int], dev
         top = max(scores.values(), default=0.0)
         for share in SHARES:
             chosen = {n for n, v in scores.items() if v >= share * top} if scores else set()
-            hit = len(chosen & gold)
-            f1s[share].append(0.0 if not hit else 2 * hit / (len(chosen) + len(gold)))
+            f1s[share].append(set_f1(chosen, gold))
     means = {s: float(np.mean(v)) if v else 0.0 for s, v in f1s.items()}
     share = max(SHARES, key=lambda s: (means[s], s))
     return share, means[share]
