@@ -4,11 +4,17 @@
     python bench/glow.py train --work /tmp/glow               # one checkpoint per KG
     python bench/glow.py bundle --work /tmp/glow              # copy them into the package, each with a README
     python bench/glow.py table --work /tmp/glow --llm gemma3-270m [--per-pattern 20] [--generate] [--llm-cache DIR]
+    python bench/glow.py link --work /tmp/glow --llm gemma3-270m [--per-pattern 20]   # linking: phrasings vs the LLM (App. A.1)
 
 The table: accuracy per pattern (the answer is one of the deleted facts' classes) of the majority
 class, the GNN alone, and the LLM with each prompt variant (llm-only, L, G, N, GN), the LLM choosing
 by label log-likelihood; --generate adds free generation mapped onto the labels for llm-only and GN.
 Questions are the first N per pattern of each benchmark (they were drawn at random when it was built).
+
+`link` scores the linking alone, with no topic given: the share of questions whose pattern (target
+relation) and entity are found, by the patterns' phrasings (the text encoder) and by the LLM's two
+App. A.1 prompts, and how often the LLM's replies could not be read (the method then falls back to
+phrasings).
 """
 
 from __future__ import annotations
@@ -128,13 +134,7 @@ def table(work: Path, only: list[str] | None, llm_spec: str | None, per_pattern:
         meta = json.loads((checkpoint / "config.json").read_text())
         store = EmbeddedStore.open(folder / "store", kg)
         questions = [json.loads(line) for line in (folder / "questions.jsonl").read_text().splitlines()]
-        seen: dict[str, int] = defaultdict(int)
-        first = []
-        for q in questions:
-            seen[q["pattern"]] += 1
-            if seen[q["pattern"]] <= per_pattern:
-                first.append(q)
-        questions = first
+        questions = _first(questions, per_pattern)
         runs = {"gnn": build_runner("glow", store, None, checkpoint, {"use_stored": False})}
         if llm is not None:
             runs.update({v: build_runner("glow", store, llm, checkpoint, {"variant": v, "use_stored": False}) for v in VARIANTS})
@@ -171,9 +171,56 @@ def table(work: Path, only: list[str] | None, llm_spec: str | None, per_pattern:
         print("\nseconds per question: " + ", ".join(f"{c} {s:.2f}" for c, s in seconds.items()), flush=True)
 
 
+def _first(questions: list[dict], per_pattern: int) -> list[dict]:
+    seen: dict[str, int] = defaultdict(int)
+    first = []
+    for q in questions:
+        seen[q["pattern"]] += 1
+        if seen[q["pattern"]] <= per_pattern:
+            first.append(q)
+    return first
+
+
+def link(work: Path, only: list[str] | None, llm_spec: str, per_pattern: int, cache: Path | None) -> None:
+    from kgqa.core.answer import Answer
+    from kgqa.llm.spec import open_llm
+    from kgqa.methods.glow.answer import GLOWAnswerer, GLOWSettings, checkpoint_for
+    from kgqa.retrieval.linking import link_or_resolve
+
+    llm = open_llm(llm_spec, cache)
+    print("| benchmark | questions | pattern by phrasings | pattern by LLM | entity by the linker | entity by LLM mention | LLM unreadable | s/question (LLM) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for kg in BENCHMARKS:
+        if only and kg not in only:
+            continue
+        store = EmbeddedStore.open(work / kg / "store", kg)
+        answerer = GLOWAnswerer(store, checkpoint_for(None, kg)).with_options(GLOWSettings(link="llm"), llm)
+        questions = _first([json.loads(line) for line in (work / kg / "questions.jsonl").read_text().splitlines()], per_pattern)
+        counts: dict[str, int] = defaultdict(int)
+        seconds = 0.0
+        for q in questions:
+            gold_entity = store.resolve(q["topics"])[q["topics"][0]][0].entity.iri
+            linking = link_or_resolve(store, q["question"], None, answerer.encoder)
+            if linking.topics:
+                counts["entity"] += linking.topics[0].entity.iri == gold_entity
+                counts["phrasings"] += answerer.pick_pattern(q["question"], linking.topics[0].query)[0].name == q["pattern"]
+            started = time.perf_counter()
+            by_llm = answerer.llm_link(Answer(q["question"], "glow"))
+            seconds += time.perf_counter() - started
+            if by_llm is None:
+                counts["unreadable"] += 1
+                continue
+            counts["llm"] += by_llm[1].name == q["pattern"]
+            mention = link_or_resolve(store, q["question"], [by_llm[0].entity], answerer.encoder)
+            counts["mention"] += bool(mention.topics) and mention.topics[0].entity.iri == gold_entity
+        n = max(1, len(questions))
+        print(f"| {kg} | {len(questions)} | " + " | ".join(f"{counts[k] / n:.2f}" for k in ("phrasings", "llm", "entity", "mention", "unreadable"))
+              + f" | {seconds / n:.1f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("build", "train", "bundle", "table"))
+    parser.add_argument("step", choices=("build", "train", "bundle", "table", "link"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/glow"))
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--llm")
@@ -188,6 +235,8 @@ def main() -> None:
         train_all(args.work, args.only)
     elif args.step == "bundle":
         bundle(args.work, args.only)
+    elif args.step == "link":
+        link(args.work, args.only, args.llm or "gemma3-270m", args.per_pattern, args.llm_cache)
     else:
         table(args.work, args.only, args.llm, args.per_pattern, args.generate, args.llm_cache)
 

@@ -180,6 +180,50 @@ def test_glow_with_a_scripted_llm_maps_the_reply_onto_a_label_in_one_call(world)
     assert failed.answers[0].match == "predicted" and "LLM failed" in failed.trace.fallback
 
 
+def test_llm_linking_reads_the_schema_line_it_chose():
+    """App. A.1's linking prompt over FB15k-237's patterns: the BGP line of the reply names the pattern
+    (as written, or with words around it); a line that fits no pattern or several is an LLMError."""
+    from kgqa.llm.protocol import LLMError
+    from kgqa.llm.session import LLMSession
+    from kgqa.methods.glow.llm_link import Understood, pick_pattern, schema, understand
+
+    patterns = load_patterns("fb15k237").patterns
+    assert "film, film of / nationality, nationality" in schema(patterns).splitlines()
+    asked = Understood("film", "Kismet", "language")
+    for reply, name in (("film\n2- film, label, text\n3- film, language, language", "film-language"),
+                        ("film\n2- film, label, text\n3- film, film of / nationality, nationality", "film-director-nationality"),
+                        ("person\n3- The BGP is: person, nationality, nationality.", "person-nationality")):
+        llm = ScriptedLLM([reply])
+        assert pick_pattern(LLMSession(llm, max_calls=1), asked, patterns).name == name, reply
+        assert schema(patterns) in llm.prompts[0] and "describe the film language" in llm.prompts[0]
+    for reply in ("film\n3- film, budget, money", "film\n3- film", "no idea"):
+        with pytest.raises(LLMError, match="not one schema line"):
+            pick_pattern(LLMSession(ScriptedLLM([reply]), max_calls=1), asked, patterns)
+    llm = ScriptedLLM([" film 2-Main Entity: Kismet 3-Prediction label: language 4-KG name: FB15k-237"])
+    assert understand(LLMSession(llm, max_calls=1), "What language is the film Kismet in?") == Understood("film", "Kismet", "language")
+    assert "Question: What language is the film Kismet in?" in llm.prompts[0]
+    with pytest.raises(LLMError, match="no main entity"):
+        understand(LLMSession(ScriptedLLM(["film"]), max_calls=1), "What language is Kismet in?")
+
+
+def test_glow_with_llm_linking_spends_two_calls_then_answers_and_falls_back_on_an_unreadable_reply(world):
+    built, tmp, _, _, store = world
+    q = built.questions[0]
+    entity = q["topics"][0]
+    understood = f"country\n2-Main Entity: {entity}\n3-Prediction label: region\n4-KG name: countries"
+    options = {"choose": "generate", "link": "llm", "use_stored": False}
+    llm = ScriptedLLM([understood, "country\n2- country, label, text\n3- country, locatedin, region", "Europe"])
+    answer = build_runner("glow", store, llm, tmp / "ckpt", options)(f"Where on Earth would I find {entity}? Which region?")
+    assert [c.purpose for c in answer.trace.llm_calls] == ["glow.understand", "glow.link", "glow.gn"]
+    assert answer.trace.subgraph["pattern_linked_by"] == "llm" and answer.topics[0]["label"].replace("_", " ") == entity.replace("_", " ")
+    assert [a.label for a in answer.answers] == ["europe"] and answer.trace.fallback is None
+    assert "KG Schema:\ncountry, locatedin, region\ncountry, label, text\n" in llm.prompts[1]
+    unreadable = ScriptedLLM([understood, "3- planet, orbits, star", "Europe"])
+    fallen = build_runner("glow", store, unreadable, tmp / "ckpt", options)(q["question"], q["topics"])
+    assert "LLM linking failed" in fallen.trace.fallback and fallen.trace.subgraph["pattern_linked_by"] == "phrasings"
+    assert len(fallen.trace.llm_calls) == 3 and [a.label for a in fallen.answers] == ["europe"]
+
+
 def test_kgqa_openworld_build_then_train_then_ask(tmp_path):
     out = tmp_path / "ow"
     built = kgqa("openworld", "build", str(S1 / "train.txt"), "--kg", "countries", "--patterns", "countries",

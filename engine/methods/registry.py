@@ -54,7 +54,7 @@ def checkpoint_or_bundled(given: str | Path | None, fmt: str, bundled: Path) -> 
 
 
 def one_call_with_an_llm(options: Any, topics: int, has_llm: bool) -> int:
-    """The call bound of a method that asks an LLM once, where it has one (rapl, glow)."""
+    """The call bound of a method that asks an LLM once, where it has one (rapl)."""
     return 1 if has_llm else 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgqa.methods.registry import Method, MethodContext, Runner, one_call_with_an_llm, option
+from kgqa.methods.registry import Method, MethodContext, Runner, option
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,13 @@ class GLOWOptions:
     facts_per_relation: int = option(3, "GLOW: the entity's facts per relation in the g and gn prompts", min=0, max=50)
     use_stored: bool = option(True, "GLOW: answer from the KG where it holds the asked fact (off: always predict)",
                               flags=("--use-stored/--always-predict",))
+    link: str = option("phrasings", "GLOW: how the asked pattern (target relation) is found: phrasings (the question against each pattern's "
+                       "phrasings, by the text encoder) or llm (GLOW App. A.1: the LLM extracts the entity and label, then picks the "
+                       "schema line; 2 more calls; falls back to phrasings when a reply cannot be read)", choices=("phrasings", "llm"))
+
+
+def _call_bound(options: GLOWOptions, topics: int, has_llm: bool) -> int:
+    return 0 if not has_llm else 1 + (2 if options.link == "llm" else 0)  # 2: kgqa.methods.glow.llm_link.CALLS
 
 
 def build(context: MethodContext, options: GLOWOptions) -> Runner:
@@ -29,7 +36,7 @@ def build(context: MethodContext, options: GLOWOptions) -> Runner:
 
     checkpoint = checkpoint_for(context.checkpoint, context.store.kg)
     shared = context.shared(("glow", str(checkpoint)), lambda: GLOWAnswerer(context.store, checkpoint))
-    settings = GLOWSettings(options.variant, options.gnn_top, options.choose, options.facts_per_relation, options.use_stored)
+    settings = GLOWSettings(options.variant, options.gnn_top, options.choose, options.facts_per_relation, options.use_stored, options.link)
     return shared.with_options(settings, context.llm).answer
 
 
@@ -37,6 +44,6 @@ METHOD = Method(
     name="glow",
     summary="GLOW: open-world answers where the KG lacks the fact: an RGCN predicts the label's top classes, "
             "the LLM picks one given the entity's facts (no LLM: the GNN's top class)",
-    options=GLOWOptions, needs_llm="optional", call_bound=one_call_with_an_llm,
-    call_bound_text="0 without an LLM; 1 with one", build=build,
+    options=GLOWOptions, needs_llm="optional", call_bound=_call_bound,
+    call_bound_text="0 without an LLM; 1 with one (3 with --link llm)", build=build,
 )

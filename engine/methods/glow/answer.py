@@ -23,6 +23,7 @@ from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
 from kgqa.methods.glow.choose import Choice, choose
 from kgqa.methods.glow.context import Fact, context_facts, stored_answers
+from kgqa.methods.glow.llm_link import CALLS as LINK_CALLS, Understood, pick_pattern, understand
 from kgqa.methods.glow.patterns import Pattern
 from kgqa.methods.glow.train import FORMAT
 from kgqa.methods.linking_step import link_into
@@ -41,6 +42,7 @@ class GLOWSettings:
     choose: str = "likelihood"
     facts_per_relation: int = 3
     use_stored: bool = True
+    link: str = "phrasings"  # how the pattern is found: phrasings (encoder) | llm (App. A.1's two prompts, where an LLM is given)
 
 
 def _checkpoint_kg(folder: Path) -> str | None:
@@ -116,11 +118,19 @@ class GLOWAnswerer:
         started = time.perf_counter()
         result = Answer(question, "glow")
         trace = result.trace
-        linking = link_into(result, self.store, topics, self.encoder)
+        by_llm = self.llm_link(result) if self.settings.link == "llm" and self.llm is not None else None
+        linking = None
+        if by_llm is not None and not topics:  # the extracted mention, resolved by label; else the question's own linking
+            linking = link_into(result, self.store, [by_llm[0].entity], self.encoder)
+            result.declined = None
+        linking = linking or link_into(result, self.store, topics, self.encoder)
         if linking is None:
             return result
         topic = linking.topics[0]
-        pattern, similarity = self.pick_pattern(question, topic.query)
+        if by_llm is not None:
+            pattern, similarity = by_llm[1], None
+        else:
+            pattern, similarity = self.pick_pattern(question, topic.query)
         trace.seconds["link"] = time.perf_counter() - started
         labels = self.checkpoint.label_texts[pattern.name]
         ns = KGNamespace(self.store.kg)
@@ -135,7 +145,8 @@ class GLOWAnswerer:
         trace.seconds["retrieve"] = time.perf_counter() - mark
         row = self.checkpoint.rows(self.store.kg).get(topic.entity.iri)
         gnn = self.checkpoint.top(pattern.name, row, max(self.settings.top, 1)) if row is not None else []
-        trace.subgraph = {"pattern": pattern.name, "pattern_similarity": round(similarity, 4), "target_relation": pattern.target.relation,
+        trace.subgraph = {"pattern": pattern.name, "pattern_linked_by": "llm" if by_llm else "phrasings",
+                          "pattern_similarity": None if similarity is None else round(similarity, 4), "target_relation": pattern.target.relation,
                           "hops": pattern.hops, "classes": len(labels), "context_facts": len(facts), "stored_answers": len(stored)}
         result.evidence = Evidence(
             candidates=[{"label": labels[c], "iri": ns.entity(pattern.labels[c]), "score": round(s, 4)} for c, s in gnn],
@@ -155,6 +166,19 @@ class GLOWAnswerer:
             self.reason(result, pattern, topic.entity.label, facts, gnn)
         trace.seconds["total"] = time.perf_counter() - started
         return result
+
+    def llm_link(self, result: Answer) -> tuple[Understood, Pattern] | None:
+        """App. A.1's linking by the LLM: (what it extracted, the pattern it chose), or None (the reason
+        in the trace) when a reply cannot be read; its calls go into the trace either way."""
+        session = LLMSession(self.llm, max_calls=LINK_CALLS)  # type: ignore[arg-type]
+        try:
+            understood = understand(session, result.question)
+            return understood, pick_pattern(session, understood, self.checkpoint.patterns)
+        except LLMError as error:
+            result.trace.fallback = f"LLM linking failed ({error}); linked by the entity linker and the patterns' phrasings"
+            return None
+        finally:
+            result.trace.llm_calls.extend(session.calls)
 
     def prompt_values(self, pattern: Pattern, entity: str, facts: list[Fact], gnn: list[tuple[int, float]], question: str) -> dict:
         labels = self.checkpoint.label_texts[pattern.name]
@@ -188,6 +212,6 @@ class GLOWAnswerer:
             if gnn:
                 c, s = gnn[0]
                 result.answers = [AnswerItem(labels[c], ns.entity(pattern.labels[c]), labels[c], "predicted", round(s, 4))]
-        result.trace.llm_calls = session.calls
+        result.trace.llm_calls.extend(session.calls)
         result.trace.seconds["answer"] = time.perf_counter() - mark
 
