@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -198,7 +199,9 @@ def link(work: Path, only: list[str] | None, llm_spec: str, per_pattern: int, ca
         questions = _first([json.loads(line) for line in (work / kg / "questions.jsonl").read_text().splitlines()], per_pattern)
         counts: dict[str, int] = defaultdict(int)
         seconds = 0.0
-        for q in questions:
+        for i, q in enumerate(questions):
+            if i and i % 10 == 0:
+                print(f"{kg}: {i}/{len(questions)} questions, {seconds:.0f} s in LLM linking", file=sys.stderr, flush=True)
             gold_entity = store.resolve(q["topics"])[q["topics"][0]][0].entity.iri
             linking = link_or_resolve(store, q["question"], None, answerer.encoder)
             if linking.topics:
