@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import torch
 import pytest
 
 from kgqa.eval.synth import synthesise, write_jsonl
@@ -75,3 +76,21 @@ def test_trained_on_two_kgs_it_beats_chance_on_a_third(packs, tmp_path):
     # CPU training is not bit-for-bit repeatable across runs (thread scheduling in the scatter sums):
     # five runs of this same seed gave 0.32, 0.36, 0.37 and twice above 0.37, against a chance of 0.19
     assert hits > max(1.5 * chance, chance + 0.1), (hits, chance)
+
+
+def test_a_resumed_run_keeps_its_starting_point_unless_an_epoch_beats_it(packs, tmp_path):
+    """--init: the starting checkpoint's validation Hits@1 is the bar; epochs wrecked by a huge learning
+    rate do not replace it, and the new folder holds the starting weights."""
+    from safetensors.torch import load_file
+
+    train_part, val_part = packs["people"].split()
+    config = TrainConfig(hops=2, epochs=2, patience=2, batch_size=16, lr=3e-3, residual=True, norm=True, message="product", device="cpu", seed=0)
+    train(train_part, val_part, config, tmp_path / "first", log=lambda line: None)
+    lines: list[str] = []
+    wrecked = TrainConfig(hops=2, epochs=1, patience=1, batch_size=16, lr=50.0, lr_decay=1.0, residual=True, norm=True, message="product",
+                          device="cpu", seed=0, init=str(tmp_path / "first"))
+    result = train(train_part, val_part, wrecked, tmp_path / "second", log=lines.append)
+    assert any("before training" in line for line in lines)
+    assert result["history"][0]["val_all"] < result["best_val_hits1"]  # the epoch scored below its starting point
+    first, second = load_file(str(tmp_path / "first" / "model.safetensors")), load_file(str(tmp_path / "second" / "model.safetensors"))
+    assert all(torch.equal(first[k], second[k]) for k in first)

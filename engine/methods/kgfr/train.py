@@ -173,6 +173,11 @@ def train(
     history: list[dict] = []
     best, best_epoch, steps = -1.0, -1, 0
     out_dir.mkdir(parents=True, exist_ok=True)
+    if config.init and val_data is not None and len(val_data):  # a resumed run keeps its starting point unless an epoch beats it
+        best = evaluate(model, val_data, device).get("all", -1.0)
+        log(f"{config.init}: validation Hits@1 {best:.3f} before training; an epoch must beat it to be kept")
+        if Path(config.init).resolve() != out_dir.resolve():
+            save_checkpoint(model, config, encoder_name, out_dir, history, train_data.relation_text)
     budget = TimeBudget(config.time_budget)
     out_of_time = False
     for epoch in range(config.epochs):

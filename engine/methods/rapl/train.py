@@ -144,6 +144,11 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
     history: list[dict] = []
     best, best_epoch, steps = float("-inf"), -1, 0  # a first epoch scored by its loss alone must still be kept
     out_dir.mkdir(parents=True, exist_ok=True)
+    if config.init and val:  # a resumed run keeps its starting point unless an epoch beats it
+        best = evaluate(model, data, val, device).get("all", float("-inf"))
+        log(f"{config.init}: validation Hits@1 {best:.3f} before training; an epoch must beat it to be kept")
+        if Path(config.init).resolve() != out_dir.resolve():
+            save_checkpoint(model, config, out_dir, history, json.loads(data.meta))
     budget = TimeBudget(config.time_budget)
     out_of_time = False
     for epoch in range(config.epochs):
