@@ -222,6 +222,10 @@ def test_glow_with_llm_linking_spends_two_calls_then_answers_and_falls_back_on_a
     fallen = build_runner("glow", store, unreadable, tmp / "ckpt", options)(q["question"], q["topics"])
     assert "LLM linking failed" in fallen.trace.fallback and fallen.trace.subgraph["pattern_linked_by"] == "phrasings"
     assert len(fallen.trace.llm_calls) == 3 and [a.label for a in fallen.answers] == ["europe"]
+    elsewhere = ScriptedLLM([understood.replace(entity, "Atlantis"), "country\n3- country, locatedin, region", "Europe"])
+    found = build_runner("glow", store, elsewhere, tmp / "ckpt", options)(q["question"])  # a mention the KG lacks: the question is linked
+    assert found.topics and found.topics[0]["label"].replace("_", " ") == entity.replace("_", " ")
+    assert found.declined is None and found.trace.fallback is None and [a.label for a in found.answers] == ["europe"]
 
 
 def test_kgqa_openworld_build_then_train_then_ask(tmp_path):

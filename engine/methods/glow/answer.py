@@ -122,7 +122,8 @@ class GLOWAnswerer:
         linking = None
         if by_llm is not None and not topics:  # the extracted mention, resolved by label; else the question's own linking
             linking = link_into(result, self.store, [by_llm[0].entity], self.encoder)
-            result.declined = None
+            if linking is None:  # the mention names nothing in the KG
+                result.declined = result.trace.fallback = None
         linking = linking or link_into(result, self.store, topics, self.encoder)
         if linking is None:
             return result
