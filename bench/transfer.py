@@ -166,6 +166,13 @@ def run(work: Path, budget: float, kgs: list[str]) -> None:
     table(results, names)
 
 
+def _train_marked(name: str, train_part: PackedQA, val_part: PackedQA, config: TrainConfig, out: Path) -> None:
+    """Train, logging with the step's name, and write OUT/done with the seconds it took."""
+    started = time.perf_counter()
+    train(train_part, val_part, config, out, log=lambda line: print(f"[{name}] {line}", flush=True))
+    (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
+
+
 def _bundle_packs(work: Path) -> list[str]:
     base = _today(work)
     if not (work / "metaqa-bundle.v2.npz").exists():
@@ -191,9 +198,7 @@ def bundle(work: Path, budget: float, init: Path | None, out: Path | None) -> No
     split = {"packs": names, "metaqa_bundle": METAQA_BUNDLE, **_held_split(work)}
     config = TrainConfig(epochs=100, patience=4, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="auto",
                          time_budget=budget * 60, init=str(init), split=split)
-    started = time.perf_counter()
-    train(train_part, val_part, config, out, log=lambda line: print(f"[bundle] {line}", flush=True))
-    (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
+    _train_marked("bundle", train_part, val_part, config, out)
 
 
 def polish(work: Path, budget: float, init: Path | None, out: Path | None) -> None:
@@ -205,9 +210,7 @@ def polish(work: Path, budget: float, init: Path | None, out: Path | None) -> No
     split = {"packs": names, "polish": POLISH, "metaqa_bundle": METAQA_BUNDLE, **_held_split(work)}
     config = TrainConfig(epochs=1, patience=1, lr=1e-4, lr_decay=1.0, batch_size=32, residual=True, norm=True, message="product", device="auto",
                          time_budget=budget * 60, init=str(init), split=split)
-    started = time.perf_counter()
-    train(train_part, val_part, config, out, log=lambda line: print(f"[polish] {line}", flush=True))
-    (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
+    _train_marked("polish", train_part, val_part, config, out)
 
 
 def score(work: Path, models: list[Path]) -> None:
