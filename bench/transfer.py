@@ -2,6 +2,7 @@
 
     python bench/transfer.py build --work /tmp/transfer      # questions (kgqa synth) and packs per KG
     python bench/transfer.py run --work /tmp/transfer --budget 8
+    python bench/transfer.py arm --work /tmp/transfer --budget 8 --kgs umls   # one of run's models alone
     python bench/transfer.py bundle --work /tmp/transfer --budget 70   # the checkpoint to bundle
     python bench/transfer.py polish --work /tmp/transfer --budget 9    # its short MetaQA-heavy second phase
     python bench/transfer.py score --work /tmp/transfer --model DIR...  # Hits@1 per pack and hop
@@ -15,7 +16,9 @@ started from it is validated on a question it trained on.
 `run` trains, each for the same time budget and each starting from the bundled checkpoint:
 "all" on every KG's training part, and for each left-out X on every KG's training part but X's.
 It then prints one table: Hits@1 on each KG's validation questions for today's checkpoint, the
-model that never saw X (left out), and the model trained on all (in domain).
+model that never saw X (left out), the model trained on all (in domain) and the new bundled checkpoint
+(`--model DIR` to name another). `arm --kgs NAME` trains one of these models alone, so that they can be
+trained side by side where a machine has room (they ran so on one GPU); `run` then scores them.
 
 `bundle` trains the checkpoint that replaces the bundled one: every KG's training part, the training
 part of the human Freebase questions grounded in FB15k-237 where `build` packed them (from
@@ -42,14 +45,14 @@ from pathlib import Path
 
 import numpy as np
 
-from kgqa.eval.synth import synthesise, write_jsonl
 from kgqa.loaders.qa import read_qa, split
-from kgqa.methods.kgfr.data import prepare
 from kgqa.methods.kgfr.pack import PackedQA, pack
 from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
 from kgqa.methods.kgfr.train import TrainConfig, evaluate, load_checkpoint, train
-from kgqa.retrieval.store_url import open_store
 from kgqa.retrieval.text import TextEncoder
+
+# The steps that read stores (build, and bundle when the MetaQA bundle pack is missing) import the
+# store side when they run: the others need only packs and torch, so they run on a bare GPU machine.
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 # name: (store URL, KG name, questions, path lengths, APP hops of the packed subgraphs)
@@ -69,6 +72,7 @@ POLISH = (9000, 300)  # the polish step's training questions: from the MetaQA bu
 
 
 def _pack_both(name: str, store, examples, validation, hops: int, work: Path, encoder: TextEncoder, meta: dict) -> None:
+    from kgqa.methods.kgfr.data import prepare
     prepared = prepare(store, examples, hops, 100, cache_dir=work / "cache")
     for style in ("v2", "v1"):
         data = pack(prepared, encoder, validation, json.dumps({**meta, "kg": name}), style=style)
@@ -86,6 +90,8 @@ def _today(work: Path) -> Path:
 
 
 def build(work: Path, only: list[str] | None) -> None:
+    from kgqa.eval.synth import synthesise, write_jsonl
+    from kgqa.retrieval.store_url import open_store
     work.mkdir(parents=True, exist_ok=True)
     base = _today(work)
     encoder = TextEncoder()
@@ -128,42 +134,45 @@ def metaqa_split(base: Path, per_hop: tuple[int, int]) -> tuple[list, list[bool]
 
 
 def _pack_metaqa(name: str, per_hop: tuple[int, int], work: Path, base: Path, encoder: TextEncoder) -> None:
+    from kgqa.retrieval.store_url import open_store
     store = open_store(*STORES["metaqa-free"][:2])
     chosen, validation = metaqa_split(base, per_hop)
     _pack_both(name, store, chosen, validation, 3, work, encoder,
                {"split": f"MetaQA dev: {per_hop[0]}/hop from the bundled checkpoint's training part, {per_hop[1]}/hop of its validation part"})
 
 
-def _hits(model, data: PackedQA, device) -> dict:  # type: ignore[no-untyped-def]
-    return evaluate(model, data.split()[1], device)
+def _hits(model, data: PackedQA) -> dict:  # type: ignore[no-untyped-def]
+    return evaluate(model, data.split()[1], next(model.parameters()).device)
 
 
-def run(work: Path, budget: float, kgs: list[str]) -> None:
+def run(work: Path, budget: float, kgs: list[str], bundled: Path | None = None) -> None:
     names = kgs or [*STORES, "metaqa"]
     packs = {n: PackedQA.load(work / f"{n}.v2.npz") for n in names}
     results: dict[str, dict[str, dict]] = {}
-    base = _today(work)
-    today, _ = load_checkpoint(base, "cpu")
-    results["today"] = {n: _hits(today, PackedQA.load(work / f"{n}.v1.npz"), "cpu") for n in names}
+    today, _ = load_checkpoint(_today(work), "auto")
+    results["today"] = {n: _hits(today, PackedQA.load(work / f"{n}.v1.npz")) for n in names}
     print(json.dumps({"today": {n: round(r["all"], 3) for n, r in results["today"].items()}}), flush=True)
     for run_name in ["all", *[x for x in LEFT_OUT if x in names]]:
-        out = work / f"model-{run_name}"
-        if not (out / "done").exists():
-            data = PackedQA.concat([p for n, p in packs.items() if n != run_name])
-            train_part, val_part = data.split()
-            config = TrainConfig(epochs=50, patience=3, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="cpu",
-                                 time_budget=budget * 60, init=str(base), split={"left_out": run_name})
-            started = time.perf_counter()
-            train(train_part, val_part, config, out, log=lambda line: print(f"[{run_name}] {line}", flush=True))
-            (out / "done").write_text(f"{time.perf_counter() - started:.0f} s\n")
-        model, _ = load_checkpoint(out, "cpu")
-        results[run_name] = {n: _hits(model, p, "cpu") for n, p in packs.items()}
+        out = arm(work, budget, run_name, packs)
+        model, _ = load_checkpoint(out, "auto")
+        results[run_name] = {n: _hits(model, p) for n, p in packs.items()}
         print(json.dumps({run_name: {n: round(r["all"], 3) for n, r in results[run_name].items()}}), flush=True)
-    if (work / "model-bundle" / "done").exists():
-        model, _ = load_checkpoint(work / "model-bundle", "cpu")
-        results["bundle"] = {n: _hits(model, p, "cpu") for n, p in packs.items()}
+    model, _ = load_checkpoint(bundled or BUNDLED_CHECKPOINT, "auto")  # the checkpoint that replaced today's
+    results["bundle"] = {n: _hits(model, p) for n, p in packs.items()}
     (work / "results.json").write_text(json.dumps(results, indent=2))
     table(results, names)
+
+
+def arm(work: Path, budget: float, run_name: str, packs: dict[str, PackedQA]) -> Path:
+    """One model of `run` ("all", or a left-out KG's name) trained unless WORK/model-NAME/done says it was.
+    Arms are independent, so on a machine with room they can be trained side by side (`arm --kgs NAME`)."""
+    out = work / f"model-{run_name}"
+    if not (out / "done").exists():
+        train_part, val_part = PackedQA.concat([p for n, p in packs.items() if n != run_name]).split()
+        config = TrainConfig(epochs=50, patience=3, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="auto",
+                             time_budget=budget * 60, init=str(_today(work)), split={"left_out": run_name})
+        _train_marked(run_name, train_part, val_part, config, out)
+    return out
 
 
 def _train_marked(name: str, train_part: PackedQA, val_part: PackedQA, config: TrainConfig, out: Path) -> None:
@@ -220,11 +229,11 @@ def score(work: Path, models: list[Path]) -> None:
     print("| model | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
     for path in models:
-        model, config = load_checkpoint(path, "cpu")
+        model, config = load_checkpoint(path, "auto")
         style = config.get("relation_text", "v1")
         cells = []
         for n in names:
-            r = _hits(model, PackedQA.load(work / f"{n}.{style}.npz"), "cpu")
+            r = _hits(model, PackedQA.load(work / f"{n}.{style}.npz"))
             hops = "/".join(f"{r[k]:.3f}" for k in ("hop1", "hop2", "hop3") if k in r)
             cells.append(f"{r['all']:.3f} ({hops})")
         print(f"| {path} | " + " | ".join(cells) + " |", flush=True)
@@ -241,18 +250,22 @@ def table(results: dict, names: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("build", "run", "table", "bundle", "polish", "score"))
+    parser.add_argument("step", choices=("build", "run", "arm", "table", "bundle", "polish", "score"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/transfer"))
     parser.add_argument("--budget", type=float, default=8.0, help="minutes of training per model")
     parser.add_argument("--kgs", nargs="*", default=[], help="only these (build: names of STORES or metaqa)")
-    parser.add_argument("--model", type=Path, nargs="*", default=[], help="score: checkpoints to score on every pack's validation part")
+    parser.add_argument("--model", type=Path, nargs="*", default=[], help="score: checkpoints to score on every pack's validation part; run: the new bundled checkpoint (default: the one bundled)")
     parser.add_argument("--init", type=Path, help="bundle/polish: the checkpoint to start from (bundle: today's; polish: WORK/model-bundle)")
     parser.add_argument("--out", type=Path, help="bundle/polish: where to write (WORK/model-bundle, WORK/model-polish)")
     args = parser.parse_args()
     if args.step == "build":
         build(args.work, args.kgs)
     elif args.step == "run":
-        run(args.work, args.budget, args.kgs)
+        run(args.work, args.budget, args.kgs, args.model[0] if args.model else None)
+    elif args.step == "arm":  # --kgs: the arms to train ("all" or left-out KG names), one after another
+        packs = {n: PackedQA.load(args.work / f"{n}.v2.npz") for n in [*STORES, "metaqa"]}
+        for name in args.kgs:
+            arm(args.work, args.budget, name, packs)
     elif args.step == "bundle":
         bundle(args.work, args.budget, args.init, args.out)
     elif args.step == "polish":
