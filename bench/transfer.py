@@ -5,6 +5,7 @@
     python bench/transfer.py arm --work /tmp/transfer --budget 8 --kgs umls   # one of run's models alone
     python bench/transfer.py bundle --work /tmp/transfer --budget 70   # the checkpoint to bundle
     python bench/transfer.py polish --work /tmp/transfer --budget 9    # its short MetaQA-heavy second phase
+    python bench/transfer.py prior --work /tmp/transfer --model DIR...  # choose each model's text prior
     python bench/transfer.py score --work /tmp/transfer --model DIR...  # Hits@1 per pack and hop
 
 `build` needs each KG loaded in an embedded store (see STORES below; `kgqa load` makes them) and
@@ -48,7 +49,7 @@ import numpy as np
 from kgqa.loaders.qa import read_qa, split
 from kgqa.methods.kgfr.pack import PackedQA, pack
 from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
-from kgqa.methods.kgfr.train import TrainConfig, evaluate, load_checkpoint, train
+from kgqa.methods.kgfr.train import PRIOR_MAX_LOSS, TrainConfig, choose_margin, choose_text_prior, evaluate, load_checkpoint, train
 from kgqa.retrieval.text import TextEncoder
 
 # The steps that read stores (build, and bundle when the MetaQA bundle pack is missing) import the
@@ -222,6 +223,34 @@ def polish(work: Path, budget: float, init: Path | None, out: Path | None) -> No
     _train_marked("polish", train_part, val_part, config, out)
 
 
+def prior(work: Path, models: list[Path]) -> None:
+    """Choose each model's text prior (kgqa.methods.kgfr.text_prior) on the validation parts of the
+    packs it trained on: all of them, less its left-out KG (and the human Freebase questions when
+    FB15k-237 is left out), so that a left-out KG never picks its own setting. Writes "text_prior"
+    into the model's config.json, re-chooses its answer-set margin for the fused scores, and writes
+    every setting's Hits@1 per pack to WORK/prior-NAME.json."""
+    for path in models:
+        model, config = load_checkpoint(path, "auto")
+        device = next(model.parameters()).device
+        left = config["train"]["split"].get("left_out")
+        names = [n for n in [*STORES, "metaqa", HUMAN] if (work / f"{n}.v2.npz").exists() and n != left
+                 and not (left == "fb15k237" and n == HUMAN)]
+        packs = {n: PackedQA.load(work / f"{n}.{config.get('relation_text', 'v1')}.npz").split()[1] for n in names}
+        chosen, table = choose_text_prior(model, packs, device)
+        key = f"{chosen.weight}/{chosen.length_penalty}"
+        print(f"{path}: weight {chosen.weight}, length penalty {chosen.length_penalty}; Hits@1 " +
+              ", ".join(f"{n} {table['0.0/0.0'][n]:.3f} → {table[key][n]:.3f}" for n in names), flush=True)
+        (work / f"prior-{path.name}.json").write_text(json.dumps(table, indent=1) + "\n")  # every setting's Hits@1 per pack
+        config["text_prior"] = {"weight": chosen.weight, "length_penalty": chosen.length_penalty, "chosen_on": names,
+                                "max_loss": PRIOR_MAX_LOSS, "validation_hits1": table[key], "validation_hits1_without": table["0.0/0.0"]}
+        raw = config.setdefault("without_prior", {"margin": config.get("margin"), "margin_val_f1": config.get("margin_val_f1")})
+        config["margin"], config["margin_val_f1"] = raw["margin"], raw["margin_val_f1"]
+        if chosen.weight > 0:
+            model.text_prior = chosen
+            config["margin"], config["margin_val_f1"] = choose_margin(model, PackedQA.concat(list(packs.values())), device)
+        (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
 def score(work: Path, models: list[Path]) -> None:
     """Validation Hits@1 per pack and per hop for each model (a checkpoint reads the packs of its own
     relation-text style: v1 for today's, v2 for the new ones)."""
@@ -250,7 +279,7 @@ def table(results: dict, names: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("build", "run", "arm", "table", "bundle", "polish", "score"))
+    parser.add_argument("step", choices=("build", "run", "arm", "table", "bundle", "polish", "prior", "score"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/transfer"))
     parser.add_argument("--budget", type=float, default=8.0, help="minutes of training per model")
     parser.add_argument("--kgs", nargs="*", default=[], help="only these (build: names of STORES or metaqa)")
@@ -270,6 +299,8 @@ def main() -> None:
         bundle(args.work, args.budget, args.init, args.out)
     elif args.step == "polish":
         polish(args.work, args.budget, args.init, args.out)
+    elif args.step == "prior":
+        prior(args.work, args.model)
     elif args.step == "score":
         score(args.work, args.model)
     else:

@@ -94,3 +94,29 @@ def test_a_resumed_run_keeps_its_starting_point_unless_an_epoch_beats_it(packs, 
     assert result["history"][0]["val_all"] < result["best_val_hits1"]  # the epoch scored below its starting point
     first, second = load_file(str(tmp_path / "first" / "model.safetensors")), load_file(str(tmp_path / "second" / "model.safetensors"))
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_the_text_prior_is_chosen_on_validation_and_reads_an_unseen_kg(packs):
+    """choose_text_prior's table is what evaluate() then scores with the chosen prior; and on a KG no
+    model saw, the prior alone (an untrained model, a large weight) ranks answers well above chance."""
+    from kgqa.methods.kgfr.model import KGFR
+    from kgqa.methods.kgfr.text_prior import TextPrior
+    from kgqa.methods.kgfr.train import choose_text_prior
+
+    torch.manual_seed(0)
+    model = KGFR(text_dim=packs["people"].question.shape[1], layers=2, attn_dim=4, residual=True, norm=True, message="product").eval()
+    seen = {name: packs[name].split()[1] for name in ("people", "films")}
+    chosen, table = choose_text_prior(model, seen, "cpu")
+    assert model.text_prior is None  # choosing leaves the model as it was
+    assert chosen.weight > 0  # an untrained model's scores are noise: the prior must win
+    model.text_prior = chosen
+    for name, data in seen.items():
+        assert evaluate(model, data, "cpu")["all"] == pytest.approx(table[f"{chosen.weight}/{chosen.length_penalty}"][name])
+    model.text_prior = None
+    strict, strict_table = choose_text_prior(model, {"people": seen["people"], "films": packs["films"].split()[0]}, "cpu", max_loss=0.0)
+    without, kept = strict_table["0.0/0.0"], strict_table[f"{strict.weight}/{strict.length_penalty}"]
+    assert all(kept[name] >= without[name] for name in without)  # max_loss 0: no pack may lose
+    unseen = packs["firms"]
+    model.text_prior = TextPrior(weight=8.0, length_penalty=0.05)
+    hits, chance = evaluate(model, unseen, "cpu")["all"], _chance(unseen)
+    assert hits > max(2 * chance, chance + 0.2), (hits, chance)

@@ -15,6 +15,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
+from kgqa.methods.kgfr.text_prior import TextPrior
+
 ATTN_ACTIVATIONS = {"relu": torch.relu, "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.2)}
 MESSAGES = ("sum", "product")  # eq. 4's α(s + r), or α(s ⊙ r) (see KGFR)
 
@@ -120,9 +122,11 @@ class KGFR(nn.Module):
         self.layers = nn.ModuleList(KGFRLayer(dim, attn_dim, residual, norm, attn_act, message) for _ in range(layers))
         self.w7 = nn.Linear(dim, 1, bias=False)  # eq. 8
         self.dim = dim
+        self.text_prior: TextPrior | None = None  # fused into the scores outside training (text_prior.py)
 
     def forward(self, batch: KGFRBatch, keep_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
-        """Scores for every node (N,), and per layer the attention α of the edges it used."""
+        """Scores for every node (N,), and per layer the attention α of the edges it used. In eval
+        mode, with a `text_prior`, the scores are fused with it."""
         x = torch.zeros(batch.num_nodes, self.dim, device=batch.question.device)
         x[batch.topic_mask] = 1.0  # topic entities 1_d, all others 0_d
         rel = self.text_in(batch.relation_text)
@@ -133,7 +137,10 @@ class KGFR(nn.Module):
             x, rel, alpha = layer(x, rel, question, batch, mask)
             if keep_attention:
                 attention.append(alpha.detach())
-        return self.w7(x).squeeze(-1), attention
+        scores = self.w7(x).squeeze(-1)
+        if self.text_prior is not None and not self.training:
+            scores = self.text_prior.fuse(scores, batch)
+        return scores, attention
 
 
 def segment_logsumexp(values: Tensor, segment: Tensor, segments: int) -> Tensor:

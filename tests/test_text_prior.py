@@ -1,0 +1,75 @@
+"""The relation-text prior fused with KGFR's scores (kgqa.methods.kgfr.text_prior): hand-computed
+path matches, per-question standardising, and when the fusion applies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from kgqa.methods.kgfr.model import KGFR, KGFRBatch
+from kgqa.methods.kgfr.text_prior import TextPrior, path_match, standardise
+from kgqa.methods.kgfr.train import load_checkpoint
+
+FILM, LANGUAGE, OTHER = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]
+
+
+def _batch() -> KGFRBatch:
+    """Topic 0; 0 -film-> 1 -film-> 3 and 0 -language-> 2, each fact also reversed (inverse texts: OTHER).
+    The question reads like "film"."""
+    facts = [(0, 1, 0), (0, 2, 2), (1, 3, 4)]  # (head, tail, type); type + 1 is the inverse
+    heads = [h for h, t, _ in facts] + [t for h, t, _ in facts]
+    tails = [t for h, t, _ in facts] + [h for h, t, _ in facts]
+    types = [k for _, _, k in facts] + [k + 1 for _, _, k in facts]
+    return KGFRBatch(
+        edge_index=torch.tensor([heads, tails]),
+        edge_type=torch.tensor(types),
+        edge_hop=torch.tensor([1, 1, 2, 1, 1, 2]),
+        relation_text=torch.tensor([FILM, OTHER, LANGUAGE, OTHER, FILM, OTHER]),
+        relation_graph=torch.zeros(6, dtype=torch.long),
+        node_graph=torch.zeros(4, dtype=torch.long),
+        topic_mask=torch.tensor([True, False, False, False]),
+        question=torch.tensor([[2.0, 0.0, 0.0]]),  # not unit length: the prior normalises
+    )
+
+
+def test_path_match_is_the_best_mean_cosine_less_the_length_penalty():
+    prior = path_match(_batch(), length_penalty=0.1)
+    assert prior[1].item() == pytest.approx(1.0)  # one "film" edge
+    assert prior[3].item() == pytest.approx(1.0 - 0.1)  # two "film" edges: mean 1, one extra edge
+    # "language" (cosine 0) directly, or the walk 0 -film-> 1 -inverse-> 0 -language-> 2: (1 + 0 + 0) / 3 − 0.2
+    assert prior[2].item() == pytest.approx(max(0.0, 1 / 3 - 0.2))
+    assert path_match(_batch(), length_penalty=0.0)[3].item() == pytest.approx(1.0)
+
+
+def test_standardise_over_each_questions_non_topic_nodes():
+    batch = _batch()
+    values = torch.tensor([50.0, 1.0, 2.0, float("-inf")])  # the topic's value is ignored; node 3 is unreached
+    z = standardise(values, batch)
+    assert z[1].item() == pytest.approx(-1.0, abs=1e-4) and z[2].item() == pytest.approx(1.0, abs=1e-4)
+    assert z[3].item() == pytest.approx(-1.0, abs=1e-4)  # an unreached node gets the question's lowest
+
+
+def test_the_prior_is_fused_in_eval_mode_only_and_read_from_the_checkpoint(tmp_path):
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    model = KGFR(text_dim=3, layers=2, attn_dim=1)
+    batch = _batch()
+    raw, _ = model.eval()(batch)
+    model.text_prior = TextPrior(weight=100.0, length_penalty=0.1)
+    fused, _ = model(batch)
+    assert int(torch.argmax(fused[1:])) + 1 in (1, 3)  # the prior's choice: a "film" node, not "language"
+    assert not torch.allclose(fused, raw)
+    model.train()
+    assert torch.allclose(model(batch)[0], raw)  # training sees the model's own scores
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp_path / "model.safetensors"))
+    meta = {"model": model.config}
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    assert load_checkpoint(tmp_path, "cpu")[0].text_prior is None
+    (tmp_path / "config.json").write_text(json.dumps({**meta, "text_prior": {"weight": 0.5, "length_penalty": 0.05}}))
+    assert load_checkpoint(tmp_path, "cpu")[0].text_prior == TextPrior(0.5, 0.05)
+    (tmp_path / "config.json").write_text(json.dumps({**meta, "text_prior": {"weight": -1, "length_penalty": 0.05}}))
+    with pytest.raises(ValueError, match="weight -1"):
+        load_checkpoint(tmp_path, "cpu")
