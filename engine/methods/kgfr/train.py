@@ -87,7 +87,8 @@ class TimeBudget:
         return True
 
 
-def _chunks(items: Sequence[int], size: int) -> list[list[int]]:
+def batched(items: Sequence[int], size: int) -> list[list[int]]:
+    """`items` in consecutive lists of `size` (the last may be shorter): the training steps of kgfr and rapl."""
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
@@ -190,7 +191,7 @@ def train(
         rng.shuffle(order)
         losses = []
         started = time.perf_counter()
-        chunks = _chunks(order, config.batch_size)
+        chunks = batched(order, config.batch_size)
         for step, chunk in enumerate(chunks):
             batch = train_data.batch(chunk, with_answers=True).to(device)
             scores, _ = model(batch)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from kgqa.core.answer import set_f1
-from kgqa.methods.kgfr.train import TimeBudget, _chunks, code_version, pick_device, save_history
+from kgqa.methods.kgfr.train import TimeBudget, batched, code_version, pick_device, save_history
 from kgqa.methods.rapl.data import RAPLPack
 from kgqa.methods.rapl.decode import decode
 from kgqa.methods.rapl.model import RAPL, STOP, RAPLBatch
@@ -159,7 +159,7 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
         rng.shuffle(order)
         seen: list[tuple[float, float]] = []
         started = time.perf_counter()
-        chunks = _chunks(order, config.batch_size)
+        chunks = batched(order, config.batch_size)
         for step, chunk in enumerate(chunks):
             batch, paths, positives = data.batch(chunk, rng)
             start_loss, path_loss = losses(model, batch, paths, positives, rng, config.negatives)
