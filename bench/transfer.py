@@ -32,6 +32,11 @@ budget to go on; `--out DIR` to write elsewhere).
 the MetaQA bundle pack's training questions, 300 of each other pack's), from WORK/model-bundle (or
 `--init`), written to WORK/model-polish (or `--out`). Phase 1 moves MetaQA below its bar; this brings
 it back without undoing the rest.
+
+`prior` chooses each model's text prior (kgqa.methods.kgfr.text_prior) on the validation parts of
+the KGs it trained on (never its left-out one) and writes it into the model's config.json; `run` and
+`score` then score the models with it. Run `prior` on the arms after `arm`/`run` has trained them,
+then `run` again for the table with priors.
 """
 
 from __future__ import annotations
