@@ -57,7 +57,8 @@ def path_match(batch: KGFRBatch, length_penalty: float) -> Tensor:
     text = torch.nn.functional.normalize(batch.relation_text, dim=-1)
     question = torch.nn.functional.normalize(batch.question, dim=-1)
     source, target = batch.edge_index
-    cosine = (text[batch.edge_type] * question[batch.node_graph[source]]).sum(-1)
+    # one cosine per relation row (each row belongs to one question), then gathered per edge
+    cosine = (text * question[batch.relation_graph]).sum(-1)[batch.edge_type]
     reached = torch.full((batch.num_nodes,), float("-inf"), device=cosine.device)
     reached[batch.topic_mask] = 0.0
     best = torch.full_like(reached, float("-inf"))
