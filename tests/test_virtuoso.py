@@ -42,7 +42,10 @@ def test_row_limit_truncation_raises(strict_virtuoso):
 
 def test_partial_result_on_timeout_raises(strict_virtuoso):
     store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, server_timeout_ms=500)
-    with pytest.raises(EndpointError, match="S1TAT"):
+    # Virtuoso usually answers with partial rows marked S1TAT; once in a CI run (2026-11-26) it
+    # cancelled the statement instead (HTTP 500, SR203). Either way the caller must get an error,
+    # never the rows that happened to be found in time.
+    with pytest.raises(EndpointError, match="S1TAT|SR203"):
         store._execute("slow", SLOW)
 
 
