@@ -10,7 +10,7 @@ import torch
 
 from kgqa.methods.kgfr.model import KGFR, KGFRBatch
 from kgqa.methods.kgfr.text_prior import TextPrior, path_match, standardise
-from kgqa.methods.kgfr.train import load_checkpoint
+from kgqa.methods.kgfr.train import load_checkpoint, pick_text_prior
 
 FILM, LANGUAGE, OTHER = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]
 
@@ -73,3 +73,16 @@ def test_the_prior_is_fused_in_eval_mode_only_and_read_from_the_checkpoint(tmp_p
     (tmp_path / "config.json").write_text(json.dumps({**meta, "text_prior": {"weight": -1, "length_penalty": 0.05}}))
     with pytest.raises(ValueError, match="weight -1"):
         load_checkpoint(tmp_path, "cpu")
+
+
+def test_the_chosen_prior_may_not_cost_any_kg_more_than_max_loss():
+    table = {
+        "0.0/0.0": {"metaqa": 0.96, "umls": 0.30},
+        "2.0/0.05": {"metaqa": 0.94, "umls": 0.60},  # best mean, but MetaQA loses 0.02
+        "1.0/0.1": {"metaqa": 0.955, "umls": 0.45},
+        "0.5/0.0": {"metaqa": 0.96, "umls": 0.40},
+    }
+    assert pick_text_prior(table, max_loss=0.01) == TextPrior(1.0, 0.1)
+    assert pick_text_prior(table, max_loss=0.05) == TextPrior(2.0, 0.05)
+    assert pick_text_prior(table, max_loss=0.0) == TextPrior(0.5, 0.0)
+    assert pick_text_prior({"0.0/0.0": {"a": 0.5}, "1.0/0.0": {"a": 0.4}}) == TextPrior(0.0, 0.0)  # no prior helps: none

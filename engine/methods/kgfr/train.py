@@ -278,21 +278,29 @@ def choose_text_prior(model: KGFR, packs: dict[str, PackedQA], device: torch.dev
                 batch = data.batch(chunk).to(device)
                 raw = model(batch)[0]
                 sizes = [int(data.num_nodes[i]) for i in chunk]
+                gold = [set(data.answers(i).tolist()) for i in chunk]
                 for penalty in PRIOR_PENALTIES:
                     prior = standardise(path_match(batch, penalty), batch)
                     for weight in PRIOR_WEIGHTS:
                         fused = (raw + weight * prior).masked_fill(batch.topic_mask, float("-inf")).cpu()
-                        for i, local in zip(chunk, torch.split(fused, sizes)):
-                            hits[(weight, penalty)].setdefault(name, []).append(int(torch.argmax(local)) in set(data.answers(i).tolist()))
+                        marks = hits[(weight, penalty)].setdefault(name, [])
+                        marks += [int(torch.argmax(local)) in answers for local, answers in zip(torch.split(fused, sizes), gold)]
             for row in hits.values():  # a question without a subgraph is a miss
                 row.setdefault(name, []).extend([False] * (len(data) - len(usable)))
     finally:
         model.text_prior = saved
     table = {f"{w}/{p}": {n: float(np.mean(v)) if v else 0.0 for n, v in row.items()} for (w, p), row in hits.items()}
+    return pick_text_prior(table, max_loss), table
+
+
+def pick_text_prior(table: dict[str, dict[str, float]], max_loss: float = PRIOR_MAX_LOSS) -> TextPrior:
+    """From {"weight/penalty": {pack: Hits@1}} (with "0.0/0.0", no prior): the setting with the best
+    mean over the packs among those that cost no pack more than `max_loss`; ties go to the smaller."""
     without = table["0.0/0.0"]
-    allowed = [k for k in hits if all(v >= without[n] - max_loss for n, v in table[f"{k[0]}/{k[1]}"].items())]
-    best = max(allowed, key=lambda k: (float(np.mean(list(table[f"{k[0]}/{k[1]}"].values()))), -k[0], -k[1]))
-    return TextPrior(*best), table
+    allowed = [k for k, row in table.items() if all(v >= without[n] - max_loss for n, v in row.items())]
+    settings = {k: tuple(float(x) for x in k.split("/")) for k in allowed}
+    best = max(allowed, key=lambda k: (float(np.mean(list(table[k].values()))), -settings[k][0], -settings[k][1]))
+    return TextPrior(*settings[best])
 
 
 def save_checkpoint(model: KGFR, config: TrainConfig, encoder_name: str, out_dir: Path, history: list[dict], relation_text: str) -> None:
