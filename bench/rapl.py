@@ -2,8 +2,10 @@
 and print their validation tables.
 
     python bench/rapl.py pack  --work /tmp/rapl [--rationaliser encoder|shortest]
-    python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--budget MIN] [--epochs N]
+    python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--step-relation] [--budget MIN] [--epochs N]
+                               [--init DIR] [--lr LR]
     python bench/rapl.py table --work /tmp/rapl
+    python bench/rapl.py labels --work /tmp/rapl [--rationaliser encoder]
 
 The split is the bundled KGFR checkpoint's: its MetaQA dev validation questions stay out of training;
 training takes 4,000 questions per hop of the rest (seed 11) and 200 per hop of the validation part
@@ -47,14 +49,16 @@ def pack(work: Path, rationaliser_name: str, cache: Path) -> None:
     print(f"{rationaliser_name}: {len(data)} questions, {json.loads(data.meta)['labelled']} with a rational path", flush=True)
 
 
-def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float, epochs: int) -> None:
+def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float, epochs: int, step_relation: bool = False,
+          init_from: Path | None = None, lr: float = 1e-3) -> None:
+    """Resumes WORK/model-NAME when it holds weights, else starts from `init_from` (or from scratch)."""
     from kgqa.methods.rapl.data import RAPLPack
     from kgqa.methods.rapl.train import RAPLTrainConfig, train as run
 
     data = RAPLPack.load(work / f"{pack_name}.npz")
     out = work / f"model-{name}"
-    init = str(out) if (out / "model.safetensors").exists() else None
-    config = RAPLTrainConfig(lookahead=lookahead, device="cpu", epochs=epochs, time_budget=budget * 60, init=init,
+    init = str(out) if (out / "model.safetensors").exists() else (str(init_from) if init_from else None)
+    config = RAPLTrainConfig(lookahead=lookahead, step_relation=step_relation, lr=lr, device="cpu", epochs=epochs, time_budget=budget * 60, init=init,
                              split={"pack": pack_name, **json.loads(data.meta)})
     result = run(data, config, out, log=lambda line: print(f"[{name}] {line}", flush=True))
     (out / "done").write_text(json.dumps({k: v for k, v in result.items() if k != "history"}) + "\n")
@@ -72,15 +76,57 @@ def table(work: Path, at_epoch: int | None) -> None:
               + " | ".join(f"{best.get(f'val_hop{h}', float('nan')):.3f}" for h in (1, 2, 3)) + f" | {best.get('val_all_recall', float('nan')):.3f} |")
 
 
+# MetaQA's question types name their hops ("actor_to_movie_to_director"); each hop is one relation read
+# forward or backward. Used only to audit labels, never to make them.
+QTYPE_RELATION = {
+    ("movie", "director"): "directed by", ("director", "movie"): "directed", ("movie", "writer"): "written by",
+    ("writer", "movie"): "wrote", ("movie", "actor"): "starred actors", ("actor", "movie"): "starred actors of",
+    ("movie", "year"): "release year", ("movie", "genre"): "has genre", ("movie", "language"): "in language",
+    ("movie", "tags"): "has tags", ("tag", "movie"): "tags of", ("movie", "imdbrating"): "has imdb rating",
+    ("movie", "imdbvotes"): "has imdb votes",
+}
+
+
+def labels(work: Path, rationaliser_name: str) -> None:
+    """How often the rationaliser's chain is the one MetaQA's question type names (qa_dev_qtype.txt)."""
+    from transfer import SHARED
+
+    expected = {}
+    for hop in (1, 2, 3):
+        kinds = (SHARED / "metaqa" / f"{hop}-hop" / "qa_dev_qtype.txt").read_text().splitlines()
+        for line, kind in enumerate(kinds, 1):
+            steps = kind.split("_to_")
+            expected[f"{hop}-hop/qa_dev.txt:{line}"] = ", then ".join(QTYPE_RELATION[a, b] for a, b in zip(steps, steps[1:]))
+    counts: dict[str, dict[str, int]] = {}
+    for row in map(json.loads, (work / f"labels-{rationaliser_name}.jsonl").open(encoding="utf-8")):
+        c = counts.setdefault(row["qid"].split("-")[0], {"questions": 0, "candidates": 0, "type_chain_found": 0, "chosen_is_type": 0, "chosen_has_type": 0})
+        want, chains = expected[row["qid"]], row.get("chains", [])
+        chosen = [chains[i] for i in row.get("chosen", [])]
+        c["questions"] += 1
+        c["candidates"] += bool(chains)
+        c["type_chain_found"] += want in chains
+        c["chosen_is_type"] += chosen == [want]
+        c["chosen_has_type"] += want in chosen
+    print(f"labels-{rationaliser_name}.jsonl against MetaQA's question types (shares of the questions with candidate chains)")
+    print("| hop | questions | with candidates | type's chain among candidates | chosen = type's chain | type's chain among chosen |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for hop, c in sorted(counts.items()):
+        n = max(c["candidates"], 1)
+        print(f"| {hop} | {c['questions']} | {c['candidates']} | {c['type_chain_found'] / n:.3f} | {c['chosen_is_type'] / n:.3f} | {c['chosen_has_type'] / n:.3f} |")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("pack", "train", "table"))
+    parser.add_argument("step", choices=("pack", "train", "table", "labels"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/rapl"))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/transfer/cache"), help="where retrieved subgraphs are cached")
     parser.add_argument("--rationaliser", default="encoder")
     parser.add_argument("--name", default="main")
     parser.add_argument("--pack", default="encoder")
     parser.add_argument("--no-lookahead", action="store_true")
+    parser.add_argument("--step-relation", action="store_true", help="successors also scored by their relation's text (model.py)")
+    parser.add_argument("--init", type=Path, help="train: the checkpoint a new run starts from")
+    parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--budget", type=float, default=30.0, help="minutes")
     parser.add_argument("--at-epoch", type=int, help="table: each run's validation after this epoch")
     parser.add_argument("--epochs", type=int, default=15, help="at most (ablations: as many as the run they are compared with)")
@@ -89,7 +135,9 @@ def main(argv: list[str]) -> None:
     if args.step == "pack":
         pack(args.work, args.rationaliser, args.cache)
     elif args.step == "train":
-        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget, args.epochs)
+        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget, args.epochs, args.step_relation, args.init, args.lr)
+    elif args.step == "labels":
+        labels(args.work, args.rationaliser)
     else:
         table(args.work, args.at_epoch)
 

@@ -13,11 +13,11 @@ from kgqa import retrieve
 from kgqa.loaders import load_file
 from kgqa.methods.kgfr.batch import relation_texts
 from kgqa.methods.rapl.data import one_question_batch
-from kgqa.methods.rapl.decode import decode
+from kgqa.methods.rapl.decode import Walk, decode, tail_mass
 from kgqa.methods.rapl.labels import make_labels
-from kgqa.methods.rapl.line_graph import line_graph
+from kgqa.methods.rapl.line_graph import LineGraph, line_graph
 from kgqa.methods.rapl.model import RAPL
-from kgqa.methods.rapl.paths import candidate_paths
+from kgqa.methods.rapl.paths import answer_coverage, candidate_paths
 from kgqa.methods.rapl.rationalise import EncoderRationaliser, LLMRationaliser, ShortestRationaliser
 from kgqa.retrieval.text import TextEncoder
 from kgqa.sparql.embedded import EmbeddedWriter
@@ -94,6 +94,18 @@ def test_the_rationalised_label_skips_a_same_length_shortcut(toy, encoder):
     assert len(shortest.paths) == 2  # the heuristic keeps the shortcut too
 
 
+def test_a_walk_back_to_the_topic_neither_answers_nor_counts_against_a_chain():
+    # "who co-wrote films with Xavier": Xavier (0, topic) wrote Film A (1); Film A is written by Yara (2)
+    # and, read back (the MetaQA KB stores both directions), by Xavier; Film A is directed by Zed (3).
+    lg = LineGraph(head=np.array([0, 1, 1, 1]), relation=np.array([1, 0, 0, 2]), tail=np.array([1, 2, 0, 3]),
+                   step=np.array([1, 2, 2, 2]), fact=np.arange(4), edges=np.array([[0, 0, 0], [1, 2, 3]]))
+    assert lg.topics.tolist() == [0]
+    assert answer_coverage(lg, (1, 0), [2]) == 1.0  # wrote, then written by: reaches Yara (and Xavier, not counted)
+    assert answer_coverage(lg, (1, 2), [2]) == 0.0
+    walks = [Walk((0, 2), 0.6), Walk((0, 1), 0.3), Walk((0, 3), 0.1)]  # the likeliest walk ends back at Xavier
+    assert list(tail_mass(walks, lg.tail, lg.topics).items()) == [(2, 0.3), (3, 0.1)]
+
+
 def test_an_llm_rationaliser_is_asked_and_an_unreadable_reply_falls_back(toy, encoder):
     _, sg = toy
     lg = line_graph(sg)
@@ -147,6 +159,22 @@ def test_masking_stop_makes_decoded_paths_longer(toy, encoder):
     assert decode(model, batch, starts=10, rollouts=5, keep=100) == free  # seeded: the same paths again
     probabilities = [w.probability for w in free]
     assert probabilities == sorted(probabilities, reverse=True) and 0 < sum(probabilities) <= 1 + 1e-6
+
+
+def test_a_model_grown_with_step_relation_decodes_as_before_and_then_learns_it(toy, encoder):
+    from kgqa.methods.rapl.train import losses
+
+    _, sg = toy
+    lg, batch = _toy_batch(sg, encoder)
+    torch.manual_seed(0)
+    base = RAPL(dropout=0.0).eval()
+    grown = base.with_step_relation()
+    assert grown.config()["step_relation"] and not base.config()["step_relation"]
+    assert decode(grown, batch, starts=10, keep=100) == decode(base, batch, starts=10, keep=100)
+    labels = make_labels(sg, lg, "who directed the films Alice starred in", ["Alice"], [sg.node_labels.index("Dana")], EncoderRationaliser(encoder))
+    start, path = losses(grown.train(), batch, [list(labels.paths[0])], [labels.positives], random.Random(0))
+    (start + path).backward()
+    assert float(grown.successor_mlp[2].weight.grad.abs().sum()) > 0  # the relation term gets a gradient from the path loss
 
 
 def test_a_few_training_steps_lower_the_loss_on_real_metaqa_subgraphs(metaqa_full, encoder):

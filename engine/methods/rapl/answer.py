@@ -27,7 +27,7 @@ from kgqa.methods.kgfr.batch import relation_texts
 from kgqa.methods.linking_step import link_into
 from kgqa.methods.registry import checkpoint_or_bundled
 from kgqa.methods.rapl.data import one_question_batch
-from kgqa.methods.rapl.decode import Walk, decode
+from kgqa.methods.rapl.decode import Walk, decode, tail_mass
 from kgqa.methods.rapl.labels import path_text
 from kgqa.methods.rapl.line_graph import LineGraph, line_graph
 from kgqa.methods.rapl.train import FORMAT, load_checkpoint
@@ -105,28 +105,22 @@ class RAPLAnswerer:
             result.declined = "no path leaves the topic entities in the retrieved subgraph"
         elif self.llm is None:
             result.answers = self.tail_answers(sg, lg, walks)
+            if not result.answers:
+                result.declined = "every decoded path leads back to a topic entity"
         else:
             self.reason(result, sg)
         trace.seconds["total"] = time.perf_counter() - started
         return result
 
     def tail_answers(self, sg: Subgraph, lg: LineGraph, walks: list[Walk]) -> list[AnswerItem]:
-        scores: dict[int, float] = {}
-        for w in walks:
-            node = int(lg.tail[w.triples[-1]])
-            scores[node] = scores.get(node, 0.0) + w.probability
-        best = max(scores.values())
+        scores = tail_mass(walks, lg.tail, lg.topics)
+        best = max(scores.values(), default=0.0)
         share = self.decoding.answer_share if self.decoding.answer_share >= 0 else self.checkpoint_share
-        ranked = sorted(scores.items(), key=lambda kv: -kv[1])
-        return [AnswerItem(sg.node_labels[n], sg.nodes[n], sg.node_labels[n], "ranked", round(s, 4)) for n, s in ranked if s >= share * best]
+        return [AnswerItem(sg.node_labels[n], sg.nodes[n], sg.node_labels[n], "ranked", round(s, 4)) for n, s in scores.items() if s >= share * best]
 
     def evidence(self, sg: Subgraph, lg: LineGraph, walks: list[Walk], texts: list[str]) -> Evidence:
-        totals: dict[int, float] = {}
-        for w in walks:
-            node = int(lg.tail[w.triples[-1]])
-            totals[node] = totals.get(node, 0.0) + w.probability
         return Evidence(
-            candidates=[{"label": sg.node_labels[n], "iri": sg.nodes[n], "score": round(s, 4)} for n, s in sorted(totals.items(), key=lambda kv: -kv[1])],
+            candidates=[{"label": sg.node_labels[n], "iri": sg.nodes[n], "score": round(s, 4)} for n, s in tail_mass(walks, lg.tail, lg.topics).items()],
             paths=[f"{path_text(sg, lg, w.triples, texts)}  (p={w.probability:.3f})" for w in walks],
             path_edges=[[{"head": sg.node_labels[int(lg.head[t])], "relation": texts[int(lg.relation[t])], "tail": sg.node_labels[int(lg.tail[t])]}
                          for t in w.triples] for w in walks[:5]],

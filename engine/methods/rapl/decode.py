@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from kgqa.methods.rapl.model import RAPL, STOP, RAPLBatch
@@ -19,6 +20,20 @@ MAX_STEPS = 8  # a walk is cut here whatever the graph (L(G) of a k-hop subgraph
 class Walk:
     triples: tuple[int, ...]  # triple ids of the batch
     probability: float
+
+
+def tail_mass(walks: list[Walk], tails: np.ndarray, topics: np.ndarray) -> dict[int, float]:
+    """LLM-free answer scores: each entity's summed probability over the walks that end at it, best
+    first. Walks back to a topic entity score nothing: a question does not ask for its own topic
+    (kgfr masks topics the same way); before this rule a topic was the top tail of 27 % / 31 % / 49 %
+    of the 1- / 2- / 3-hop validation misses."""
+    excluded = set(np.asarray(topics).tolist())
+    mass: dict[int, float] = {}
+    for w in walks:
+        node = int(tails[w.triples[-1]])
+        if node not in excluded:
+            mass[node] = mass.get(node, 0.0) + w.probability
+    return dict(sorted(mass.items(), key=lambda kv: -kv[1]))
 
 
 def _sample(logp: torch.Tensor, segment: torch.Tensor, count: int, generator: torch.Generator) -> torch.Tensor:
@@ -40,6 +55,7 @@ def decode(model: RAPL, batch: RAPLBatch, starts: int = 20, rollouts: int = 5, k
     if candidates.numel() == 0:
         return []
     h, q = model.encode(batch)
+    successors = model.successor_states(batch, h)
     start_logp = torch.log_softmax(model.start_scores(batch, h, q)[candidates], 0)
     generator = torch.Generator().manual_seed(seed)
     picks = torch.multinomial(start_logp.exp(), starts, replacement=True, generator=generator).repeat_interleave(rollouts)
@@ -55,7 +71,8 @@ def decode(model: RAPL, batch: RAPLBatch, starts: int = 20, rollouts: int = 5, k
         live = torch.nonzero(alive).squeeze(1)
         if live.numel() == 0:
             break
-        segment, member, step_logp = model.step(h, q_row[live], history[live], current[live], ptr, idx, allow_stop or j == MAX_STEPS)
+        segment, member, step_logp = model.step(h, q_row[live], history[live], current[live], ptr, idx, allow_stop or j == MAX_STEPS,
+                                                 successors)
         chosen = _sample(step_logp, segment, live.numel(), generator)
         logp[live] += step_logp[chosen]
         nxt = member[chosen]

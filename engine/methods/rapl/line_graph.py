@@ -43,6 +43,11 @@ class LineGraph:
         """The question triples (eq. 7): those whose head is a topic entity."""
         return np.flatnonzero(self.step == 1)
 
+    @property
+    def topics(self) -> np.ndarray:
+        """Local node ids of the topic entities that have a fact."""
+        return np.unique(self.head[self.step == 1])
+
     def successors(self) -> tuple[np.ndarray, np.ndarray]:
         """CSR (ptr [M+1], idx): the successors of triple i are idx[ptr[i]:ptr[i+1]]."""
         order = np.argsort(self.edges[0], kind="stable")

@@ -10,7 +10,11 @@ otherwise (and then the paper):
   code uses a constant per question instead), scored against c_j like any successor;
 - a question triple v scores (MLP(e(r_v)) + h_v) · q (the code's), trained by negative sampling (eq. 9).
 Ours: GCN self-loops on (a triple keeps its own features; the code drops them), and dot products
-divided by √d so that early softmaxes are not saturated.
+divided by √d so that early softmaxes are not saturated. With `step_relation` a successor u scores
+(h_u + MLP'(e(r_u))) · c_j, the question-triple scorer's form: the GCN state mixes u's relation with
+its two entities and its neighbours, and a walker that sees the relation only through it learnt
+entity-specific choices (MetaQA 2-hop: 0.93 Hits@1 on training questions, 0.84 on validation).
+MLP' ends in a zero layer, so a checkpoint trained without it starts out scoring as before.
 """
 
 from __future__ import annotations
@@ -64,9 +68,10 @@ def expand_ranges(ptr: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> t
 
 
 class RAPL(nn.Module):
-    def __init__(self, text_dim: int = 384, dim: int = 256, layers: int = 2, lookahead: bool = True, dropout: float = 0.2):
+    def __init__(self, text_dim: int = 384, dim: int = 256, layers: int = 2, lookahead: bool = True, dropout: float = 0.2,
+                 step_relation: bool = False):
         super().__init__()
-        self.text_dim, self.dim, self.layers, self.lookahead = text_dim, dim, layers, lookahead
+        self.text_dim, self.dim, self.layers, self.lookahead, self.step_relation = text_dim, dim, layers, lookahead, step_relation
         sizes = [3 * text_dim] + [dim] * layers
         self.along = nn.ModuleList(GCNConv(a, b) for a, b in zip(sizes, sizes[1:]))
         self.ahead = nn.ModuleList(GCNConv(a, b) for a, b in zip(sizes, sizes[1:])) if lookahead else None
@@ -74,10 +79,21 @@ class RAPL(nn.Module):
         self.relation_mlp = nn.Sequential(nn.Linear(text_dim, dim), nn.ReLU(), nn.Linear(dim, dim))
         self.stop_mlp = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
         self.stop = nn.Parameter(torch.zeros(dim))
+        self.successor_mlp = nn.Sequential(nn.Linear(text_dim, dim), nn.ReLU(), nn.Linear(dim, dim)) if step_relation else None
+        if self.successor_mlp is not None:
+            nn.init.zeros_(self.successor_mlp[2].weight)
+            nn.init.zeros_(self.successor_mlp[2].bias)
         self.scale = 1.0 / math.sqrt(dim)
 
+    def with_step_relation(self) -> "RAPL":
+        """This model with `step_relation` added; its MLP' starts at zero, so it scores exactly as this one."""
+        grown = RAPL(**{**self.config(), "step_relation": True})
+        missing, unexpected = grown.load_state_dict(self.state_dict(), strict=False)
+        assert not unexpected and all(k.startswith("successor_mlp.") for k in missing), (missing, unexpected)
+        return grown.to(self.stop.device).train(self.training)
+
     def config(self) -> dict:
-        return {"text_dim": self.text_dim, "dim": self.dim, "layers": self.layers, "lookahead": self.lookahead}
+        return {"text_dim": self.text_dim, "dim": self.dim, "layers": self.layers, "lookahead": self.lookahead, "step_relation": self.step_relation}
 
     @staticmethod
     def _gcn(convs: nn.ModuleList, x: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
@@ -94,19 +110,26 @@ class RAPL(nn.Module):
             h = h + self._gcn(self.ahead, batch.x, batch.edges.flip(0))  # eq. 10: the reversed L(G)
         return h, self.question_mlp(batch.question)
 
+    def successor_states(self, batch: RAPLBatch, h: torch.Tensor) -> torch.Tensor:
+        """What a triple is scored with when a walk steps to it: h, plus its relation's MLP' with `step_relation`."""
+        if self.successor_mlp is None:
+            return h
+        return h + self.successor_mlp(batch.x[:, self.text_dim: 2 * self.text_dim])
+
     def start_scores(self, batch: RAPLBatch, h: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """Score of every triple as the question triple (eq. 9; only `batch.starts` are candidates)."""
         relation = batch.x[:, self.text_dim: 2 * self.text_dim]
         return ((self.relation_mlp(relation) + h) * q[batch.graph]).sum(-1) * self.scale
 
     def step(self, h: torch.Tensor, q_of: torch.Tensor, history: torch.Tensor, current: torch.Tensor, ptr: torch.Tensor,
-             idx: torch.Tensor, allow_stop: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+             idx: torch.Tensor, allow_stop: bool = True, successors: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One step of S walks (eq. 4–6): `history` [S, d] sums h over each walk so far, `current` [S]
-        its last triple, `q_of` [S, d] its question. Returns (segment, candidate, log-probability) over
-        each walk's successors and STOP (candidate -1); without `allow_stop` STOP only where no successor is."""
+        its last triple, `q_of` [S, d] its question; `successors` is `successor_states` (h when None).
+        Returns (segment, candidate, log-probability) over each walk's successors and STOP (candidate -1);
+        without `allow_stop` STOP only where no successor is."""
         context = q_of + history
         segment, member = expand_ranges(ptr, idx, current)
-        logits = (h[member] * context[segment]).sum(-1) * self.scale
+        logits = ((h if successors is None else successors)[member] * context[segment]).sum(-1) * self.scale
         stop_logits = ((self.stop_mlp(history) + self.stop) * context).sum(-1) * self.scale  # eq. 5
         walks = torch.arange(current.shape[0], device=current.device)
         if not allow_stop:

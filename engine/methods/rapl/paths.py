@@ -83,7 +83,10 @@ def chains_by_rank(lg: LineGraph, walks: Sequence[tuple[int, ...]], limit: int =
 
 
 def chain_reach(lg: LineGraph, relations: Sequence[int]) -> set[int]:
-    """The entities reached from the topics by following `relations` (types) in order."""
+    """The entities reached from the topics by following `relations` (types) in order, the topics
+    themselves left out: a question does not ask for its own topic (kgfr masks them the same way), and
+    counting them made "co-writers of X" (wrote, then written by: back to X) read worse than a wrong
+    chain that avoids X."""
     current = np.flatnonzero((lg.step == 1) & (lg.relation == relations[0]))
     ptr, idx = lg.successors()
     for r in relations[1:]:
@@ -91,7 +94,7 @@ def chain_reach(lg: LineGraph, relations: Sequence[int]) -> set[int]:
             break
         nxt = np.concatenate([idx[ptr[i]:ptr[i + 1]] for i in current.tolist()])
         current = np.unique(nxt[lg.relation[nxt] == r])
-    return {int(t) for t in lg.tail[current].tolist()}
+    return {int(t) for t in lg.tail[current].tolist()} - set(lg.topics.tolist())
 
 
 def answer_coverage(lg: LineGraph, relations: Sequence[int], answers: Iterable[int]) -> float:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from kgqa.core.answer import set_f1
 from kgqa.methods.kgfr.train import TimeBudget, batched, code_version, pick_device, save_history
 from kgqa.methods.rapl.data import RAPLPack
-from kgqa.methods.rapl.decode import decode
+from kgqa.methods.rapl.decode import decode, tail_mass
 from kgqa.methods.rapl.model import RAPL, STOP, RAPLBatch
 from kgqa.retrieval.text import DEFAULT_ENCODER
 
@@ -31,6 +31,7 @@ class RAPLTrainConfig:
     dim: int = 256
     layers: int = 2
     lookahead: bool = True
+    step_relation: bool = False  # successors also scored by their relation's text (model.py)
     dropout: float = 0.2
     lr: float = 1e-3
     batch_size: int = 8
@@ -79,7 +80,7 @@ def losses(model: RAPL, batch: RAPLBatch, paths: Sequence[Sequence[int]], positi
     history = (h[padded] * mask.unsqueeze(-1)).sum(1)
     current_t = torch.tensor(current)
     ptr, idx = batch.successors()
-    segment, member, logp = model.step(h, q[batch.graph[current_t]], history, current_t, ptr, idx)
+    segment, member, logp = model.step(h, q[batch.graph[current_t]], history, current_t, ptr, idx, successors=model.successor_states(batch, h))
     target_t = torch.tensor(target)
     hit = member == target_t[segment]
     path_loss = -logp[hit].sum() / max(len(current), 1)  # eq. 6, averaged over steps
@@ -87,15 +88,11 @@ def losses(model: RAPL, batch: RAPLBatch, paths: Sequence[Sequence[int]], positi
 
 
 def tail_scores(model: RAPL, data: RAPLPack, i: int, device: torch.device, **decoding) -> tuple[dict[int, float], list]:
-    """LLM-free answer scores of pack question i: the summed probability of the decoded paths ending at each entity."""
+    """LLM-free answer scores of pack question i (`decode.tail_mass`), and its decoded walks."""
     batch, _, _ = data.batch([i])
     walks = decode(model, batch, **decoding)
-    tails = data.tri_tail[data.tri_ptr[i]:data.tri_ptr[i + 1]]
-    scores: dict[int, float] = {}
-    for w in walks:
-        node = int(tails[w.triples[-1]])
-        scores[node] = scores.get(node, 0.0) + w.probability
-    return scores, walks
+    lg = data.line_graph(i)
+    return tail_mass(walks, lg.tail, lg.topics), walks
 
 
 @torch.no_grad()
@@ -129,9 +126,11 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
     device = torch.device("cpu")
     if config.init:
         model, _ = load_checkpoint(Path(config.init), str(device))
+        if config.step_relation and not model.step_relation:
+            model = model.with_step_relation()
         log(f"starting from {config.init} ({model.config()})")
     else:
-        model = RAPL(data.question.shape[1], config.dim, config.layers, config.lookahead, config.dropout).to(device)
+        model = RAPL(data.question.shape[1], config.dim, config.layers, config.lookahead, config.dropout, config.step_relation).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     train_idx, val_idx = data.split()
     labelled = set(data.trainable().tolist())
