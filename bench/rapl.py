@@ -1,8 +1,8 @@
 """RAPL on MetaQA: build the training pack of the bundled checkpoint, train it (and the ablations),
 and print their validation tables.
 
-    python bench/rapl.py pack  --work /tmp/rapl [--rationaliser encoder|shortest]
-    python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--step-relation] [--budget MIN] [--epochs N]
+    python bench/rapl.py pack  --work /tmp/rapl [--rationaliser encoder|shortest] [--per-hop 4000]
+    python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--no-step-relation] [--budget MIN] [--epochs N]
                                [--init DIR] [--lr LR]
     python bench/rapl.py table --work /tmp/rapl
     python bench/rapl.py labels --work /tmp/rapl [--rationaliser encoder]
@@ -28,7 +28,7 @@ PER_HOP = (4000, 200)
 STORE = ("oxigraph:///tmp/metaqa-store", "metaqa")
 
 
-def pack(work: Path, rationaliser_name: str, cache: Path) -> None:
+def pack(work: Path, rationaliser_name: str, cache: Path, per_hop: int = PER_HOP[0]) -> None:
     from kgqa.methods.kgfr.data import prepare
     from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
     from transfer import metaqa_split
@@ -39,17 +39,17 @@ def pack(work: Path, rationaliser_name: str, cache: Path) -> None:
 
     work.mkdir(parents=True, exist_ok=True)
     base = cache.parent / "today-checkpoint" if (cache.parent / "today-checkpoint").exists() else BUNDLED_CHECKPOINT
-    chosen, validation = metaqa_split(base, PER_HOP)
+    chosen, validation = metaqa_split(base, (per_hop, PER_HOP[1]))
     prepared = prepare(open_store(*STORE), chosen, 3, 100, cache_dir=cache)
     encoder = TextEncoder()
-    meta = {"kg": "metaqa", "split": f"MetaQA dev: {PER_HOP[0]}/hop of the bundled KGFR checkpoint's training part, {PER_HOP[1]}/hop of its "
+    meta = {"kg": "metaqa", "split": f"MetaQA dev: {per_hop}/hop of the bundled KGFR checkpoint's training part, {PER_HOP[1]}/hop of its "
             "validation part (seed 11)", "hops": 3, "lambda": 100}
     data = build_pack(prepared, encoder, rationaliser(rationaliser_name, encoder), validation, meta, log_path=work / f"labels-{rationaliser_name}.jsonl")
     data.save(work / f"{rationaliser_name}.npz")
     print(f"{rationaliser_name}: {len(data)} questions, {json.loads(data.meta)['labelled']} with a rational path", flush=True)
 
 
-def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float, epochs: int, step_relation: bool = False,
+def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float, epochs: int, step_relation: bool = True,
           init_from: Path | None = None, lr: float = 1e-3) -> None:
     """Resumes WORK/model-NAME when it holds weights, else starts from `init_from` (or from scratch)."""
     from kgqa.methods.rapl.data import RAPLPack
@@ -66,13 +66,13 @@ def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float,
 
 def table(work: Path, at_epoch: int | None) -> None:
     """Each run's best epoch, or its epoch `at_epoch` (to compare runs trained for different lengths)."""
-    print("| run | labels | look-ahead | epochs run | val Hits@1 | 1-hop | 2-hop | 3-hop | path answer recall |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| run | labels | look-ahead | step relation | epochs run | val Hits@1 | 1-hop | 2-hop | 3-hop | path answer recall |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for out in sorted(work.glob("model-*")):
         meta = json.loads((out / "config.json").read_text())
         rows = meta["history"]
         best = rows[at_epoch - 1] if at_epoch and len(rows) >= at_epoch else max(rows, key=lambda r: r.get("val_all", -1))
-        print(f"| {out.name[6:]} | {meta['train']['split'].get('pack')} | {meta['model']['lookahead']} | {len(rows)} | {best.get('val_all', float('nan')):.3f} | "
+        print(f"| {out.name[6:]} | {meta['train']['split'].get('pack')} | {meta['model']['lookahead']} | {meta['model'].get('step_relation', False)} | {len(rows)} | {best.get('val_all', float('nan')):.3f} | "
               + " | ".join(f"{best.get(f'val_hop{h}', float('nan')):.3f}" for h in (1, 2, 3)) + f" | {best.get('val_all_recall', float('nan')):.3f} |")
 
 
@@ -121,10 +121,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/rapl"))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/transfer/cache"), help="where retrieved subgraphs are cached")
     parser.add_argument("--rationaliser", default="encoder")
+    parser.add_argument("--per-hop", type=int, default=PER_HOP[0], help="pack: training questions per hop (6000: the split of "
+                        "bench/transfer.py's metaqa-bundle, whose subgraphs are then read from --cache)")
     parser.add_argument("--name", default="main")
     parser.add_argument("--pack", default="encoder")
     parser.add_argument("--no-lookahead", action="store_true")
-    parser.add_argument("--step-relation", action="store_true", help="successors also scored by their relation's text (model.py)")
+    parser.add_argument("--no-step-relation", action="store_true", help="successors scored by their GCN state alone (an ablation)")
     parser.add_argument("--init", type=Path, help="train: the checkpoint a new run starts from")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--budget", type=float, default=30.0, help="minutes")
@@ -133,9 +135,9 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
     if args.step == "pack":
-        pack(args.work, args.rationaliser, args.cache)
+        pack(args.work, args.rationaliser, args.cache, args.per_hop)
     elif args.step == "train":
-        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget, args.epochs, args.step_relation, args.init, args.lr)
+        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget, args.epochs, not args.no_step_relation, args.init, args.lr)
     elif args.step == "labels":
         labels(args.work, args.rationaliser)
     else:

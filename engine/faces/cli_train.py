@@ -48,6 +48,8 @@ def train(
     rationaliser: Annotated[str, typer.Option("--rationaliser", help="rapl: who picks the rational paths for labels: encoder (here, no LLM) | llm (with --llm) | shortest")] = "encoder",
     llm: Annotated[Optional[str], typer.Option("--llm", help="rapl with --rationaliser llm: gemma3-270m | local:PATH | http://host/v1?model=NAME | openai:MODEL")] = None,
     lookahead: Annotated[bool, typer.Option("--lookahead/--no-lookahead", help="rapl: the GCN on the reversed line graph (eq. 10)")] = True,
+    step_relation: Annotated[bool, typer.Option("--step-relation/--no-step-relation", help="rapl: a walk's next triple is also scored by its "
+                                                "relation's text, as question triples are (kgqa.methods.rapl.model)")] = True,
 ) -> None:
     """Train the KGFR scorer (eq. 9) on QA pairs over a store; early stopping on validation Hits@1.
 
@@ -65,7 +67,7 @@ def train(
     if method == "rapl":
         epochs, patience, lr = epochs or 15, patience or 3, lr or 1e-3
         _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, patience, lr, batch_size,
-                    device, time_budget, cache_dir, rationaliser, llm, lookahead)
+                    device, time_budget, cache_dir, rationaliser, llm, lookahead, step_relation)
         return
     from kgqa.methods.kgfr.pack import PackedQA
     from kgqa.methods.kgfr.train import TrainConfig, train as run_training
@@ -114,7 +116,7 @@ def train(
 
 
 def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, patience, lr, batch_size,  # type: ignore[no-untyped-def]
-                device, time_budget, cache_dir, rationaliser, llm, lookahead) -> None:
+                device, time_budget, cache_dir, rationaliser, llm, lookahead, step_relation) -> None:
     """RAPL: QA files → APP subgraphs → line graphs + rationalised labels (a pack) → the retriever."""
     from kgqa.methods.rapl.data import RAPLPack
     from kgqa.methods.rapl.train import RAPLTrainConfig, train as run_training
@@ -134,7 +136,7 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
             data = _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser, llm, pack_out)
         if out_dir is None:
             return
-        config = RAPLTrainConfig(lookahead=lookahead, lr=lr, batch_size=batch_size, epochs=epochs, patience=patience, seed=seed, device=device,
+        config = RAPLTrainConfig(lookahead=lookahead, step_relation=step_relation, lr=lr, batch_size=batch_size, epochs=epochs, patience=patience, seed=seed, device=device,
                                  time_budget=time_budget * 60 if time_budget else None, init=str(init) if init else None, split=json.loads(data.meta))
         with progress_bar("training", 1) as bar:
             task = bar.add_task("epoch 1", total=1)

@@ -31,7 +31,7 @@ class RAPLTrainConfig:
     dim: int = 256
     layers: int = 2
     lookahead: bool = True
-    step_relation: bool = False  # successors also scored by their relation's text (model.py)
+    step_relation: bool = True  # successors also scored by their relation's text (model.py)
     dropout: float = 0.2
     lr: float = 1e-3
     batch_size: int = 8
