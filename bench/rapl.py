@@ -8,10 +8,11 @@ and print their validation tables.
     python bench/rapl.py labels --work /tmp/rapl [--rationaliser encoder]
 
 The split is the bundled KGFR checkpoint's: its MetaQA dev validation questions stay out of training;
-training takes 4,000 questions per hop of the rest (seed 11) and 200 per hop of the validation part
-are the pack's validation set — the same questions as bench/transfer.py's metaqa-bundle pack, so its
-retrieved subgraphs are reused from WORK/../transfer/cache when present. `kgqa eval --method rapl`
-on the whole validation part gives the final numbers.
+training takes --per-hop questions per hop of the rest (seed 11; 4,000 by default, 6,000 for the
+bundled checkpoint's last stage) and 200 per hop of the validation part are the pack's validation set.
+With --per-hop 6000 these are the questions of bench/transfer.py's metaqa-bundle pack, so its
+retrieved subgraphs are reused from --cache when present. `kgqa eval --method rapl` on the whole
+validation part gives the final numbers; the checkpoint's README lists the stages that trained it.
 """
 
 from __future__ import annotations
