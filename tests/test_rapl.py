@@ -268,5 +268,9 @@ def test_kgqa_train_method_rapl_writes_a_checkpoint_that_ask_runs(tmp_path):
     asked = CliRunner().invoke(app, ["ask", "who directed Film One", "--store", url, "--method", "rapl", "--checkpoint", str(out), "--json"])
     assert asked.exit_code == 0, asked.output
     assert json.loads(asked.stdout)["evidence"]["paths"]
+    assert config["model"]["step_relation"]  # the default for new training
+    narrower = CliRunner().invoke(app, ["train", "--method", "rapl", "--pack", str(tmp_path / "pack.npz"), "--init", str(out), "--no-step-relation",
+                                        "--out", str(tmp_path / "narrower")])
+    assert narrower.exit_code == 2 and "step_relation" in narrower.output and not (tmp_path / "narrower" / "model.safetensors").exists()
     wrong = CliRunner().invoke(app, ["train", "--method", "rapl", "--pack", str(tmp_path / "nothing.npz"), "--out", str(out)])
     assert wrong.exit_code != 0 and "nothing.npz" in wrong.output

@@ -128,6 +128,9 @@ def train(data: RAPLPack, config: RAPLTrainConfig, out_dir: Path, log: Callable[
         model, _ = load_checkpoint(Path(config.init), str(device))
         if config.step_relation and not model.step_relation:
             model = model.with_step_relation()
+        elif model.step_relation and not config.step_relation:
+            raise ValueError(f"{config.init} scores a walk's next triple with its relation's text (step_relation), and a model cannot "
+                             "drop that part: leave out --no-step-relation, or train without --init")
         log(f"starting from {config.init} ({model.config()})")
     else:
         model = RAPL(data.question.shape[1], config.dim, config.layers, config.lookahead, config.dropout, config.step_relation).to(device)
