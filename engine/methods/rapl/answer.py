@@ -99,12 +99,13 @@ class RAPLAnswerer:
         trace.subgraph = {"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam,
                           "line_graph_triples": lg.num_triples, "line_graph_edges": lg.num_edges,
                           "paths": len(walks), "path_triples": len({t for w in walks for t in w.triples})}
-        result.evidence = self.evidence(sg, lg, walks, texts)
+        mass = tail_mass(walks, lg.tail, lg.topics)
+        result.evidence = self.evidence(sg, lg, walks, texts, mass)
         emit(EvidenceReady(result.evidence))
         if not walks:
             result.declined = "no path leaves the topic entities in the retrieved subgraph"
         elif self.llm is None:
-            result.answers = self.tail_answers(sg, lg, walks)
+            result.answers = self.tail_answers(sg, mass)
             if not result.answers:
                 result.declined = "every decoded path leads back to a topic entity"
         else:
@@ -112,15 +113,15 @@ class RAPLAnswerer:
         trace.seconds["total"] = time.perf_counter() - started
         return result
 
-    def tail_answers(self, sg: Subgraph, lg: LineGraph, walks: list[Walk]) -> list[AnswerItem]:
-        scores = tail_mass(walks, lg.tail, lg.topics)
-        best = max(scores.values(), default=0.0)
+    def tail_answers(self, sg: Subgraph, mass: dict[int, float]) -> list[AnswerItem]:
+        """The tails (`decode.tail_mass`, best first) scoring at least the answer share of the best."""
+        best = max(mass.values(), default=0.0)
         share = self.decoding.answer_share if self.decoding.answer_share >= 0 else self.checkpoint_share
-        return [AnswerItem(sg.node_labels[n], sg.nodes[n], sg.node_labels[n], "ranked", round(s, 4)) for n, s in scores.items() if s >= share * best]
+        return [AnswerItem(sg.node_labels[n], sg.nodes[n], sg.node_labels[n], "ranked", round(s, 4)) for n, s in mass.items() if s >= share * best]
 
-    def evidence(self, sg: Subgraph, lg: LineGraph, walks: list[Walk], texts: list[str]) -> Evidence:
+    def evidence(self, sg: Subgraph, lg: LineGraph, walks: list[Walk], texts: list[str], mass: dict[int, float]) -> Evidence:
         return Evidence(
-            candidates=[{"label": sg.node_labels[n], "iri": sg.nodes[n], "score": round(s, 4)} for n, s in tail_mass(walks, lg.tail, lg.topics).items()],
+            candidates=[{"label": sg.node_labels[n], "iri": sg.nodes[n], "score": round(s, 4)} for n, s in mass.items()],
             paths=[f"{path_text(sg, lg, w.triples, texts)}  (p={w.probability:.3f})" for w in walks],
             path_edges=[[{"head": sg.node_labels[int(lg.head[t])], "relation": texts[int(lg.relation[t])], "tail": sg.node_labels[int(lg.tail[t])]}
                          for t in w.triples] for w in walks[:5]],
