@@ -1,11 +1,11 @@
 """RAPL on MetaQA: build the training pack of the bundled checkpoint, train it (and the ablations),
 and print their validation tables.
 
-    python bench/rapl.py pack  --work /tmp/rapl [--rationaliser encoder|shortest] [--per-hop 4000]
+    python bench/rapl.py pack  --work /tmp/rapl [--rationaliser encoder|shortest] [--per-hop 4000] [--neighbours 30] [--pack NAME]
     python bench/rapl.py train --work /tmp/rapl --name main [--pack encoder] [--no-lookahead] [--no-step-relation] [--budget MIN] [--epochs N]
                                [--init DIR] [--lr LR]
     python bench/rapl.py table --work /tmp/rapl
-    python bench/rapl.py labels --work /tmp/rapl [--rationaliser encoder]
+    python bench/rapl.py labels --work /tmp/rapl [--pack encoder]
 
 The split is the bundled KGFR checkpoint's: its MetaQA dev validation questions stay out of training;
 training takes --per-hop questions per hop of the rest (seed 11; 4,000 by default, 6,000 for the
@@ -29,12 +29,13 @@ PER_HOP = (4000, 200)
 STORE = ("oxigraph:///tmp/metaqa-store", "metaqa")
 
 
-def pack(work: Path, rationaliser_name: str, cache: Path, per_hop: int = PER_HOP[0]) -> None:
+def pack(work: Path, rationaliser_name: str, cache: Path, per_hop: int = PER_HOP[0], neighbours: int | None = None, name: str | None = None) -> None:
+    """Writes WORK/NAME.npz and its labelling log WORK/labels-NAME.jsonl (NAME: the rationaliser's by default)."""
     from kgqa.methods.kgfr.data import prepare
     from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
     from transfer import metaqa_split
     from kgqa.methods.rapl.data import build_pack
-    from kgqa.methods.rapl.rationalise import rationaliser
+    from kgqa.methods.rapl.rationalise import NEIGHBOURS, rationaliser
     from kgqa.retrieval.store_url import open_store
     from kgqa.retrieval.text import TextEncoder
 
@@ -45,9 +46,11 @@ def pack(work: Path, rationaliser_name: str, cache: Path, per_hop: int = PER_HOP
     encoder = TextEncoder()
     meta = {"kg": "metaqa", "split": f"MetaQA dev: {per_hop}/hop of the bundled KGFR checkpoint's training part, {PER_HOP[1]}/hop of its "
             "validation part (seed 11)", "hops": 3, "lambda": 100}
-    data = build_pack(prepared, encoder, rationaliser(rationaliser_name, encoder), validation, meta, log_path=work / f"labels-{rationaliser_name}.jsonl")
-    data.save(work / f"{rationaliser_name}.npz")
-    print(f"{rationaliser_name}: {len(data)} questions, {json.loads(data.meta)['labelled']} with a rational path", flush=True)
+    name = name or rationaliser_name
+    data = build_pack(prepared, encoder, rationaliser(rationaliser_name, encoder), validation, meta, log_path=work / f"labels-{name}.jsonl",
+                      neighbours=NEIGHBOURS if neighbours is None else neighbours)
+    data.save(work / f"{name}.npz")
+    print(f"{name}: {len(data)} questions, {json.loads(data.meta)['labelled']} with a rational path", flush=True)
 
 
 def train(work: Path, name: str, pack_name: str, lookahead: bool, budget: float, epochs: int, step_relation: bool = True,
@@ -88,7 +91,7 @@ QTYPE_RELATION = {
 }
 
 
-def labels(work: Path, rationaliser_name: str) -> None:
+def labels(work: Path, pack_name: str) -> None:
     """How often the rationaliser's chain is the one MetaQA's question type names (qa_dev_qtype.txt)."""
     from transfer import SHARED
 
@@ -99,7 +102,7 @@ def labels(work: Path, rationaliser_name: str) -> None:
             steps = kind.split("_to_")
             expected[f"{hop}-hop/qa_dev.txt:{line}"] = ", then ".join(QTYPE_RELATION[a, b] for a, b in zip(steps, steps[1:]))
     counts: dict[str, dict[str, int]] = {}
-    for row in map(json.loads, (work / f"labels-{rationaliser_name}.jsonl").open(encoding="utf-8")):
+    for row in map(json.loads, (work / f"labels-{pack_name}.jsonl").open(encoding="utf-8")):
         c = counts.setdefault(row["qid"].split("-")[0], {"questions": 0, "candidates": 0, "type_chain_found": 0, "chosen_is_type": 0, "chosen_has_type": 0})
         want, chains = expected[row["qid"]], row.get("chains", [])
         chosen = [chains[i] for i in row.get("chosen", [])]
@@ -108,7 +111,7 @@ def labels(work: Path, rationaliser_name: str) -> None:
         c["type_chain_found"] += want in chains
         c["chosen_is_type"] += chosen == [want]
         c["chosen_has_type"] += want in chosen
-    print(f"labels-{rationaliser_name}.jsonl against MetaQA's question types (shares of the questions with candidate chains)")
+    print(f"labels-{pack_name}.jsonl against MetaQA's question types (shares of the questions with candidate chains)")
     print("| hop | questions | with candidates | type's chain among candidates | chosen = type's chain | type's chain among chosen |")
     print("|---|---:|---:|---:|---:|---:|")
     for hop, c in sorted(counts.items()):
@@ -125,7 +128,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--per-hop", type=int, default=PER_HOP[0], help="pack: training questions per hop (6000: the split of "
                         "bench/transfer.py's metaqa-bundle, whose subgraphs are then read from --cache)")
     parser.add_argument("--name", default="main")
-    parser.add_argument("--pack", default="encoder")
+    parser.add_argument("--pack", default="encoder", help="the pack's name (pack: what it writes, default the rationaliser's; "
+                        "train, labels: what they read)")
+    parser.add_argument("--neighbours", type=int, help="pack: similar training questions whose coverage supports a chain "
+                        "(rationalise.neighbour_support; default 30, 0: none)")
     parser.add_argument("--no-lookahead", action="store_true")
     parser.add_argument("--no-step-relation", action="store_true", help="successors scored by their GCN state alone (an ablation)")
     parser.add_argument("--init", type=Path, help="train: the checkpoint a new run starts from")
@@ -136,11 +142,11 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
     if args.step == "pack":
-        pack(args.work, args.rationaliser, args.cache, args.per_hop)
+        pack(args.work, args.rationaliser, args.cache, args.per_hop, args.neighbours, args.pack if args.pack != "encoder" else None)
     elif args.step == "train":
         train(args.work, args.name, args.pack, not args.no_lookahead, args.budget, args.epochs, not args.no_step_relation, args.init, args.lr)
     elif args.step == "labels":
-        labels(args.work, args.rationaliser)
+        labels(args.work, args.pack)
     else:
         table(args.work, args.at_epoch)
 

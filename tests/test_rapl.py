@@ -18,7 +18,7 @@ from kgqa.methods.rapl.labels import make_labels
 from kgqa.methods.rapl.line_graph import LineGraph, line_graph
 from kgqa.methods.rapl.model import RAPL
 from kgqa.methods.rapl.paths import answer_coverage, candidate_paths
-from kgqa.methods.rapl.rationalise import EncoderRationaliser, LLMRationaliser, ShortestRationaliser
+from kgqa.methods.rapl.rationalise import EncoderRationaliser, LLMRationaliser, ShortestRationaliser, neighbour_support
 from kgqa.retrieval.text import TextEncoder
 from kgqa.sparql.embedded import EmbeddedWriter
 from conftest import store_from_lines
@@ -92,6 +92,27 @@ def test_the_rationalised_label_skips_a_same_length_shortcut(toy, encoder):
     assert {sg.relation_name(int(lg.relation[s])) for s in labels.positives} == {"starred_actors⁻¹"}  # eq. 8
     shortest = make_labels(sg, lg, question, ["Alice"], [dana], ShortestRationaliser())
     assert len(shortest.paths) == 2  # the heuristic keeps the shortcut too
+
+
+def test_similar_training_questions_decide_between_chains_that_reach_the_same_answers(encoder):
+    # question 0: the director of its film also wrote it, so both chains reach exactly its answers;
+    # questions 1-3 are asked the same way about other films, where only the writer's chain answers;
+    # question 4 reads the same but is a validation question (its answers are not read); 5 is unrelated
+    asked = "which films did the screenwriter of something also write"
+    probes = [asked, "which films did the screenwriter of something else also write", "what films did the screenwriter of something also write",
+              "which movies did the screenwriter of something also write", asked, "when was something released"]
+    chains = [["directed by, then wrote", "written by, then wrote"]] * 5 + [["release year"]]
+    coverage = [[1.0, 1.0], [0.2, 1.0], [0.0, 1.0], [0.5, 1.0], [1.0, 0.0], [1.0]]
+    pool = [True, True, True, True, False, True]
+    support = neighbour_support(encoder, probes, chains, coverage, pool, neighbours=3)
+    assert support[0] == pytest.approx([0.7 / 3, 1.0])  # from 1-3: neither itself nor the validation question
+    assert len(support) == 6 and len(support[4]) == 2  # a validation question gets support too (it is only not read)
+    flipped = neighbour_support(encoder, probes, chains, coverage[:4] + [[0.0, 1.0], [1.0]], pool, neighbours=3)
+    assert flipped[0] == support[0]
+    chooser = EncoderRationaliser(encoder)
+    choice = chooser.choose(asked, [], chains[0], chains[0], [], coverage[0], support[0])
+    assert choice.chosen == [1]
+    assert chooser.choose(asked, [], chains[0], chains[0], [], coverage[0], [1.0, 0.0]).chosen == [0]  # support is what decides
 
 
 def test_a_walk_back_to_the_topic_neither_answers_nor_counts_against_a_chain():
@@ -264,7 +285,10 @@ def test_kgqa_train_method_rapl_writes_a_checkpoint_that_ask_runs(tmp_path):
     assert result.exit_code == 0, result.output
     config = json.loads((out / "config.json").read_text())
     assert config["format"] == "rapl/1" and len(config["history"]) == 2 and "answer_share" in config
-    assert (tmp_path / "pack.labels.jsonl").read_text().count("\n") == 8  # one labelling record per question
+    logged = [json.loads(line) for line in (tmp_path / "pack.labels.jsonl").read_text().splitlines()]
+    assert len(logged) == 8  # one labelling record per question
+    assert all(len(r["support"]) == len(r["chains"]) for r in logged if r.get("chains"))  # similar questions were asked
+    assert config["train"]["split"]["neighbours"] == 30
     asked = CliRunner().invoke(app, ["ask", "who directed Film One", "--store", url, "--method", "rapl", "--checkpoint", str(out), "--json"])
     assert asked.exit_code == 0, asked.output
     assert json.loads(asked.stdout)["evidence"]["paths"]
@@ -272,5 +296,9 @@ def test_kgqa_train_method_rapl_writes_a_checkpoint_that_ask_runs(tmp_path):
     narrower = CliRunner().invoke(app, ["train", "--method", "rapl", "--pack", str(tmp_path / "pack.npz"), "--init", str(out), "--no-step-relation",
                                         "--out", str(tmp_path / "narrower")])
     assert narrower.exit_code == 2 and "step_relation" in narrower.output and not (tmp_path / "narrower" / "model.safetensors").exists()
+    alone = CliRunner().invoke(app, ["train", str(qa), "--method", "rapl", "--store", url, "--validation", "0.25", "--label-neighbours", "0",
+                                     "--pack-out", str(tmp_path / "alone.npz"), "--cache-dir", str(tmp_path / "cache")])
+    assert alone.exit_code == 0, alone.output
+    assert not any("support" in json.loads(line) for line in (tmp_path / "alone.labels.jsonl").read_text().splitlines())
     wrong = CliRunner().invoke(app, ["train", "--method", "rapl", "--pack", str(tmp_path / "nothing.npz"), "--out", str(out)])
     assert wrong.exit_code != 0 and "nothing.npz" in wrong.output

@@ -50,6 +50,8 @@ def train(
     lookahead: Annotated[bool, typer.Option("--lookahead/--no-lookahead", help="rapl: the GCN on the reversed line graph (eq. 10)")] = True,
     step_relation: Annotated[bool, typer.Option("--step-relation/--no-step-relation", help="rapl: a walk's next triple is also scored by its "
                                                 "relation's text, as question triples are (kgqa.methods.rapl.model)")] = True,
+    label_neighbours: Annotated[int, typer.Option("--label-neighbours", min=0, help="rapl: how many similar training questions' answer coverage "
+                                                  "helps pick each question's label chain (kgqa.methods.rapl.rationalise.neighbour_support; 0: each question alone)")] = 30,
 ) -> None:
     """Train the KGFR scorer (eq. 9) on QA pairs over a store; early stopping on validation Hits@1.
 
@@ -67,7 +69,7 @@ def train(
     if method == "rapl":
         epochs, patience, lr = epochs or 15, patience or 3, lr or 1e-3
         _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, patience, lr, batch_size,
-                    device, time_budget, cache_dir, rationaliser, llm, lookahead, step_relation)
+                    device, time_budget, cache_dir, rationaliser, llm, lookahead, step_relation, label_neighbours)
         return
     from kgqa.methods.kgfr.pack import PackedQA
     from kgqa.methods.kgfr.train import TrainConfig, train as run_training
@@ -116,7 +118,7 @@ def train(
 
 
 def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, patience, lr, batch_size,  # type: ignore[no-untyped-def]
-                device, time_budget, cache_dir, rationaliser, llm, lookahead, step_relation) -> None:
+                device, time_budget, cache_dir, rationaliser, llm, lookahead, step_relation, label_neighbours) -> None:
     """RAPL: QA files → APP subgraphs → line graphs + rationalised labels (a pack) → the retriever."""
     from kgqa.methods.rapl.data import RAPLPack
     from kgqa.methods.rapl.train import RAPLTrainConfig, train as run_training
@@ -133,7 +135,7 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
         if pack_in:
             data = RAPLPack.load(pack_in[0])
         else:
-            data = _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser, llm, pack_out)
+            data = _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser, llm, pack_out, label_neighbours)
         if out_dir is None:
             return
         config = RAPLTrainConfig(lookahead=lookahead, step_relation=step_relation, lr=lr, batch_size=batch_size, epochs=epochs, patience=patience, seed=seed, device=device,
@@ -242,7 +244,7 @@ def _prepare_split(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops
     return prepared, [False] * len(train_set) + [True] * len(val_set), meta, graph_store
 
 
-def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser_name, llm, pack_out):  # type: ignore[no-untyped-def]
+def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, rationaliser_name, llm, pack_out, neighbours):  # type: ignore[no-untyped-def]
     from kgqa.llm.spec import open_llm
     from kgqa.methods.rapl.data import build_pack
     from kgqa.methods.rapl.rationalise import rationaliser
@@ -256,7 +258,7 @@ def _rapl_pack(qa, store, kg, max_per_hop, validation, seed, cache_dir, hops, ra
     with progress_bar("labels", len(prepared)) as bar:
         task = bar.add_task("line graphs + labels", total=len(prepared))
         data = build_pack(prepared, encoder, chooser, flags, meta, log,
-                          progress=lambda n: bar.update(task, completed=n))
+                          progress=lambda n: bar.update(task, completed=n), neighbours=neighbours)
     found = json.loads(data.meta)
     err.print(f"rapl pack: {found['questions']:,} questions, {found['labelled']:,} with a rational path (labelling log: {log})", highlight=False)
     if pack_out is not None:

@@ -22,10 +22,11 @@ import torch
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.batch import relation_texts
 from kgqa.methods.kgfr.data import Prepared
-from kgqa.methods.rapl.labels import make_labels
+from kgqa.methods.kgfr.confidence import relation_probe
+from kgqa.methods.rapl.labels import choose_labels, label_candidates
 from kgqa.methods.rapl.line_graph import LineGraph, line_graph
 from kgqa.methods.rapl.model import RAPLBatch
-from kgqa.methods.rapl.rationalise import Rationaliser
+from kgqa.methods.rapl.rationalise import NEIGHBOURS, Rationaliser, neighbour_support
 from kgqa.retrieval.text import TextEncoder
 
 FORMAT = "rapl-pack/1"
@@ -156,31 +157,41 @@ class RAPLPack:
 
 
 def build_pack(items: Sequence[Prepared], encoder: TextEncoder, rationaliser: Rationaliser, validation: Sequence[bool],
-               meta: dict, log_path: Path | None = None, progress: Callable[[int], None] | None = None) -> RAPLPack:
-    """Line graphs and labels for prepared questions (those without a subgraph are skipped)."""
+               meta: dict, log_path: Path | None = None, progress: Callable[[int], None] | None = None,
+               neighbours: int = NEIGHBOURS) -> RAPLPack:
+    """Line graphs and labels for prepared questions (those without a subgraph are skipped). Between
+    the two labelling stages each question's chains get their support from the `neighbours` most
+    similar training questions (`rationalise.neighbour_support`; 0: none)."""
     entity_row: dict[str, int] = {}
     relation_row: dict[str, int] = {}
     cols: dict[str, list] = {k: [] for k in ("qid", "hop", "question", "validation", "tri_head", "tri_relation", "tri_tail", "tri_step", "edge_src",
                                               "edge_dst", "node_row", "type_row", "answer_node", "path_triples", "positive_triples")}
     lengths: dict[str, list[int]] = {k: [] for k in ("tri", "edge", "node", "type", "answer", "label", "path", "positive")}
+    staged = []
+    for n, (item, held) in enumerate(zip(items, validation)):
+        if progress:
+            progress(n + 1)
+        if item.subgraph is not None:
+            lg = line_graph(item.subgraph)
+            staged.append((item, bool(held), lg, label_candidates(item.subgraph, lg, item.answers)))
+    support: list[list[float] | None] = [None] * len(staged)
+    if neighbours > 0:
+        probes = [relation_probe(item.example.question, [{"query": t} for t in item.example.topics]) for item, _, _, _ in staged]
+        support = list(neighbour_support(encoder, probes, [found.texts for _, _, _, found in staged],
+                                         [found.coverage for _, _, _, found in staged], [not held for _, held, _, _ in staged], neighbours))
     log = open(log_path, "w", encoding="utf-8") if log_path else None
     labelled = 0
     try:
-        for n, (item, held) in enumerate(zip(items, validation)):
-            sg: Subgraph | None = item.subgraph
-            if progress:
-                progress(n + 1)
-            if sg is None:
-                continue
-            lg = line_graph(sg)
-            labels = make_labels(sg, lg, item.example.question, list(item.example.topics), item.answers, rationaliser)
+        for (item, held, lg, found), agreement in zip(staged, support):
+            sg: Subgraph = item.subgraph
+            labels = choose_labels(lg, found, item.example.question, list(item.example.topics), rationaliser, agreement)
             labelled += bool(labels.paths)
             if log is not None:
                 log.write(json.dumps({"qid": item.example.qid, "question": item.example.question, "paths": len(labels.paths), **labels.log}) + "\n")
             cols["qid"].append(item.example.qid)
             cols["hop"].append(item.example.hop or 0)
             cols["question"].append(item.example.question)
-            cols["validation"].append(bool(held))
+            cols["validation"].append(held)
             for name, values in (("tri_head", lg.head), ("tri_relation", lg.relation), ("tri_tail", lg.tail), ("tri_step", lg.step),
                                  ("edge_src", lg.edges[0]), ("edge_dst", lg.edges[1]), ("answer_node", item.answers),
                                  ("positive_triples", labels.positives)):
@@ -200,7 +211,7 @@ def build_pack(items: Sequence[Prepared], encoder: TextEncoder, rationaliser: Ra
     def cat(name: str, dtype) -> np.ndarray:  # type: ignore[no-untyped-def]
         return np.concatenate(cols[name]).astype(dtype) if cols[name] else np.zeros(0, dtype)
 
-    meta = {**meta, "questions": len(cols["qid"]), "labelled": labelled, "rationaliser": rationaliser.name}
+    meta = {**meta, "questions": len(cols["qid"]), "labelled": labelled, "rationaliser": rationaliser.name, "neighbours": neighbours}
     return RAPLPack(
         qid=np.asarray(cols["qid"]), hop=np.asarray(cols["hop"], dtype=np.int8),
         question=encoder.encode_bulk(cols["question"]).astype(np.float16) if cols["question"] else np.zeros((0, encoder.dim), np.float16),
