@@ -115,6 +115,14 @@ def test_similar_training_questions_decide_between_chains_that_reach_the_same_an
     assert chooser.choose(asked, [], chains[0], chains[0], [], coverage[0], [1.0, 0.0]).chosen == [0]  # support is what decides
 
 
+def test_a_model_trained_on_masked_questions_is_asked_with_its_topics_masked():
+    from kgqa.methods.rapl.data import question_text
+
+    topics = [{"query": "Kismet", "iri": "urn:x"}]
+    assert question_text("who directed Kismet", topics, {"question_text": "masked"}) == "who directed something"
+    assert question_text("who directed Kismet", topics, {}) == "who directed Kismet"  # checkpoints from before
+
+
 def test_a_walk_back_to_the_topic_neither_answers_nor_counts_against_a_chain():
     # "who co-wrote films with Xavier": Xavier (0, topic) wrote Film A (1); Film A is written by Yara (2)
     # and, read back (the MetaQA KB stores both directions), by Xavier; Film A is directed by Zed (3).
@@ -288,7 +296,7 @@ def test_kgqa_train_method_rapl_writes_a_checkpoint_that_ask_runs(tmp_path):
     logged = [json.loads(line) for line in (tmp_path / "pack.labels.jsonl").read_text().splitlines()]
     assert len(logged) == 8  # one labelling record per question
     assert all(len(r["support"]) == len(r["chains"]) for r in logged if r.get("chains"))  # similar questions were asked
-    assert config["train"]["split"]["neighbours"] == 30
+    assert config["train"]["split"]["neighbours"] == 30 and config["data"]["question_text"] == "masked"
     asked = CliRunner().invoke(app, ["ask", "who directed Film One", "--store", url, "--method", "rapl", "--checkpoint", str(out), "--json"])
     assert asked.exit_code == 0, asked.output
     assert json.loads(asked.stdout)["evidence"]["paths"]

@@ -26,7 +26,7 @@ from kgqa.llm.session import LLMSession
 from kgqa.methods.kgfr.batch import relation_texts
 from kgqa.methods.linking_step import link_into
 from kgqa.methods.registry import checkpoint_or_bundled
-from kgqa.methods.rapl.data import one_question_batch
+from kgqa.methods.rapl.data import one_question_batch, question_text
 from kgqa.methods.rapl.decode import Walk, decode, tail_mass
 from kgqa.methods.rapl.labels import path_text
 from kgqa.methods.rapl.line_graph import LineGraph, line_graph
@@ -90,7 +90,8 @@ class RAPLAnswerer:
         mark = time.perf_counter()
         lg = line_graph(sg)
         texts = relation_texts(sg)
-        batch = one_question_batch(lg, self.entities.of(sg), self.encoder.encode(texts), self.encoder.encode([question])[0])
+        asked = question_text(question, result.topics, self.meta.get("data", {}))
+        batch = one_question_batch(lg, self.entities.of(sg), self.encoder.encode(texts), self.encoder.encode([asked])[0])
         trace.seconds["line_graph"] = time.perf_counter() - mark
         mark = time.perf_counter()
         with self._lock, torch.inference_mode():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -30,6 +30,14 @@ from kgqa.methods.rapl.rationalise import NEIGHBOURS, Rationaliser, neighbour_su
 from kgqa.retrieval.text import TextEncoder
 
 FORMAT = "rapl-pack/1"
+QUESTION_TEXT = "masked"  # what the question vectors encode: the question with its topic mentions masked (`question_text`)
+
+
+def question_text(question: str, topics: Sequence[Mapping], meta: Mapping) -> str:
+    """The text a model's question vector encodes: with the topic mentions replaced by "something"
+    (`relation_probe`) for models trained so (pack meta `question_text: masked`), else the question as
+    asked (checkpoints from before). A model then reads what is asked, not whom it names."""
+    return relation_probe(question, topics) if meta.get("question_text") == QUESTION_TEXT else question
 
 
 def features(lg: LineGraph, node_vectors: np.ndarray, relation_vectors: np.ndarray) -> np.ndarray:
@@ -174,9 +182,9 @@ def build_pack(items: Sequence[Prepared], encoder: TextEncoder, rationaliser: Ra
         if item.subgraph is not None:
             lg = line_graph(item.subgraph)
             staged.append((item, bool(held), lg, label_candidates(item.subgraph, lg, item.answers)))
+    probes = [relation_probe(item.example.question, [{"query": t} for t in item.example.topics]) for item, _, _, _ in staged]
     support: list[list[float] | None] = [None] * len(staged)
     if neighbours > 0:
-        probes = [relation_probe(item.example.question, [{"query": t} for t in item.example.topics]) for item, _, _, _ in staged]
         support = list(neighbour_support(encoder, probes, [found.texts for _, _, _, found in staged],
                                          [found.coverage for _, _, _, found in staged], [not held for _, held, _, _ in staged], neighbours))
     log = open(log_path, "w", encoding="utf-8") if log_path else None
@@ -211,10 +219,11 @@ def build_pack(items: Sequence[Prepared], encoder: TextEncoder, rationaliser: Ra
     def cat(name: str, dtype) -> np.ndarray:  # type: ignore[no-untyped-def]
         return np.concatenate(cols[name]).astype(dtype) if cols[name] else np.zeros(0, dtype)
 
-    meta = {**meta, "questions": len(cols["qid"]), "labelled": labelled, "rationaliser": rationaliser.name, "neighbours": neighbours}
+    meta = {**meta, "questions": len(cols["qid"]), "labelled": labelled, "rationaliser": rationaliser.name, "neighbours": neighbours,
+            "question_text": QUESTION_TEXT}
     return RAPLPack(
         qid=np.asarray(cols["qid"]), hop=np.asarray(cols["hop"], dtype=np.int8),
-        question=encoder.encode_bulk(cols["question"]).astype(np.float16) if cols["question"] else np.zeros((0, encoder.dim), np.float16),
+        question=encoder.encode_bulk(probes).astype(np.float16) if probes else np.zeros((0, encoder.dim), np.float16),
         validation=np.asarray(cols["validation"], dtype=bool),
         tri_ptr=_ptr(lengths["tri"]), tri_head=cat("tri_head", np.int32), tri_relation=cat("tri_relation", np.int32),
         tri_tail=cat("tri_tail", np.int32), tri_step=cat("tri_step", np.int8),
