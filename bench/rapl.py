@@ -75,6 +75,9 @@ def table(work: Path, at_epoch: int | None) -> None:
     for out in sorted(work.glob("model-*")):
         meta = json.loads((out / "config.json").read_text())
         rows = meta["history"]
+        if not rows:
+            print(f"| {out.name[6:]} | {meta['train']['split'].get('pack')} | no epoch kept | | 0 | | | | | |")
+            continue
         best = rows[at_epoch - 1] if at_epoch and len(rows) >= at_epoch else max(rows, key=lambda r: r.get("val_all", -1))
         print(f"| {out.name[6:]} | {meta['train']['split'].get('pack')} | {meta['model']['lookahead']} | {meta['model'].get('step_relation', False)} | {len(rows)} | {best.get('val_all', float('nan')):.3f} | "
               + " | ".join(f"{best.get(f'val_hop{h}', float('nan')):.3f}" for h in (1, 2, 3)) + f" | {best.get('val_all_recall', float('nan')):.3f} |")
