@@ -29,8 +29,8 @@ PER_HOP = (4000, 200)
 STORE = ("oxigraph:///tmp/metaqa-store", "metaqa")
 
 
-def pack(work: Path, rationaliser_name: str, cache: Path, per_hop: int = PER_HOP[0], neighbours: int | None = None, name: str | None = None) -> None:
-    """Writes WORK/NAME.npz and its labelling log WORK/labels-NAME.jsonl (NAME: the rationaliser's by default)."""
+def pack(work: Path, rationaliser_name: str, cache: Path, name: str, per_hop: int = PER_HOP[0], neighbours: int | None = None) -> None:
+    """Writes WORK/NAME.npz and its labelling log WORK/labels-NAME.jsonl."""
     from kgqa.methods.kgfr.data import prepare
     from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
     from transfer import metaqa_split
@@ -46,7 +46,6 @@ def pack(work: Path, rationaliser_name: str, cache: Path, per_hop: int = PER_HOP
     encoder = TextEncoder()
     meta = {"kg": "metaqa", "split": f"MetaQA dev: {per_hop}/hop of the bundled KGFR checkpoint's training part, {PER_HOP[1]}/hop of its "
             "validation part (seed 11)", "hops": 3, "lambda": 100}
-    name = name or rationaliser_name
     data = build_pack(prepared, encoder, rationaliser(rationaliser_name, encoder), validation, meta, log_path=work / f"labels-{name}.jsonl",
                       neighbours=NEIGHBOURS if neighbours is None else neighbours)
     data.save(work / f"{name}.npz")
@@ -131,8 +130,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--per-hop", type=int, default=PER_HOP[0], help="pack: training questions per hop (6000: the split of "
                         "bench/transfer.py's metaqa-bundle, whose subgraphs are then read from --cache)")
     parser.add_argument("--name", default="main")
-    parser.add_argument("--pack", default="encoder", help="the pack's name (pack: what it writes, default the rationaliser's; "
-                        "train, labels: what they read)")
+    parser.add_argument("--pack", help="the pack's name: what `pack` writes, what `train` and `labels` read (default: the rationaliser's)")
     parser.add_argument("--neighbours", type=int, help="pack: similar training questions whose coverage supports a chain "
                         "(rationalise.neighbour_support; default 30, 0: none)")
     parser.add_argument("--no-lookahead", action="store_true")
@@ -144,12 +142,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--epochs", type=int, default=15, help="at most (ablations: as many as the run they are compared with)")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
+    name = args.pack or args.rationaliser
     if args.step == "pack":
-        pack(args.work, args.rationaliser, args.cache, args.per_hop, args.neighbours, args.pack if args.pack != "encoder" else None)
+        pack(args.work, args.rationaliser, args.cache, name, args.per_hop, args.neighbours)
     elif args.step == "train":
-        train(args.work, args.name, args.pack, not args.no_lookahead, args.budget, args.epochs, not args.no_step_relation, args.init, args.lr)
+        train(args.work, args.name, name, not args.no_lookahead, args.budget, args.epochs, not args.no_step_relation, args.init, args.lr)
     elif args.step == "labels":
-        labels(args.work, args.pack)
+        labels(args.work, name)
     else:
         table(args.work, args.at_epoch)
 

@@ -104,10 +104,11 @@ def test_similar_training_questions_decide_between_chains_that_reach_the_same_an
     chains = [["directed by, then wrote", "written by, then wrote"]] * 5 + [["release year"]]
     coverage = [[1.0, 1.0], [0.2, 1.0], [0.0, 1.0], [0.5, 1.0], [1.0, 0.0], [1.0]]
     pool = [True, True, True, True, False, True]
-    support = neighbour_support(encoder, probes, chains, coverage, pool, neighbours=3)
+    vectors = encoder.encode(probes)
+    support = neighbour_support(vectors, chains, coverage, pool, neighbours=3)
     assert support[0] == pytest.approx([0.7 / 3, 1.0])  # from 1-3: neither itself nor the validation question
     assert len(support) == 6 and len(support[4]) == 2  # a validation question gets support too (it is only not read)
-    flipped = neighbour_support(encoder, probes, chains, coverage[:4] + [[0.0, 1.0], [1.0]], pool, neighbours=3)
+    flipped = neighbour_support(vectors, chains, coverage[:4] + [[0.0, 1.0], [1.0]], pool, neighbours=3)
     assert flipped[0] == support[0]
     chooser = EncoderRationaliser(encoder)
     choice = chooser.choose(asked, [], chains[0], chains[0], [], coverage[0], support[0])

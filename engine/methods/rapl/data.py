@@ -183,10 +183,11 @@ def build_pack(items: Sequence[Prepared], encoder: TextEncoder, rationaliser: Ra
             lg = line_graph(item.subgraph)
             staged.append((item, bool(held), lg, label_candidates(item.subgraph, lg, item.answers)))
     probes = [relation_probe(item.example.question, [{"query": t} for t in item.example.topics]) for item, _, _, _ in staged]
+    questions = encoder.encode_bulk(probes) if probes else np.zeros((0, encoder.dim), np.float32)
     support: list[list[float] | None] = [None] * len(staged)
-    if neighbours > 0:
-        support = list(neighbour_support(encoder, probes, [found.texts for _, _, _, found in staged],
-                                         [found.coverage for _, _, _, found in staged], [not held for _, held, _, _ in staged], neighbours))
+    if neighbours > 0 and staged:
+        support = list(neighbour_support(questions, [found.texts for _, _, _, found in staged], [found.coverage for _, _, _, found in staged],
+                                         [not held for _, held, _, _ in staged], neighbours))
     log = open(log_path, "w", encoding="utf-8") if log_path else None
     labelled = 0
     try:
@@ -223,7 +224,7 @@ def build_pack(items: Sequence[Prepared], encoder: TextEncoder, rationaliser: Ra
             "question_text": QUESTION_TEXT}
     return RAPLPack(
         qid=np.asarray(cols["qid"]), hop=np.asarray(cols["hop"], dtype=np.int8),
-        question=encoder.encode_bulk(probes).astype(np.float16) if probes else np.zeros((0, encoder.dim), np.float16),
+        question=questions.astype(np.float16),
         validation=np.asarray(cols["validation"], dtype=bool),
         tri_ptr=_ptr(lengths["tri"]), tri_head=cat("tri_head", np.int32), tri_relation=cat("tri_relation", np.int32),
         tri_tail=cat("tri_tail", np.int32), tri_step=cat("tri_step", np.int8),

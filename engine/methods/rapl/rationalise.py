@@ -140,34 +140,32 @@ class LLMRationaliser:
 NEIGHBOURS = 30
 
 
-def neighbour_support(encoder: TextEncoder, probes: Sequence[str], chains: Sequence[Sequence[str]], coverage: Sequence[Sequence[float]],
-                      pool: Sequence[bool], neighbours: int = NEIGHBOURS, block: int = 2048) -> list[list[float]]:
+def neighbour_support(vectors: np.ndarray, chains: Sequence[Sequence[str]], coverage: Sequence[Sequence[float]], pool: Sequence[bool],
+                      neighbours: int = NEIGHBOURS, block: int = 2048) -> list[list[float]]:
     """For each question, each of its candidate chains' mean answer coverage over the `neighbours`
-    questions of `pool` whose masked text (`probes`) reads nearest (cosine), itself left out; a chain
-    that is no candidate there counts 0.
+    questions of `pool` whose masked text reads nearest (cosine of `vectors`, one row per question),
+    itself left out; a chain that is no candidate there counts 0.
 
     Why: when the director of a film also wrote it, "films whose screenwriters also wrote X" is answered
     as well by the director's chain as by the writer's, and the question's own cosine with two chain
     texts is a weak judge (MiniLM preferred the director's chain here). Questions asked the same way
     about other films mostly separate the two, so their coverage decides. Only gold answers of the pool
-    (training questions) are read. On the MetaQA dev pack (6,000 training questions per hop), the chosen
-    chain was the one MetaQA's question type names for 0.920 / 0.912 / 0.801 of 1- / 2- / 3-hop
+    (training questions) are read. On the MetaQA dev pack (6,000 training questions per hop), the
+    chosen chain was the one MetaQA's question type names for 0.920 / 0.912 / 0.801 of 1- / 2- / 3-hop
     questions without support and 0.984 / 0.985 / 0.942 with it (`bench/rapl.py labels`): every
-    question whose candidates include that chain, but 0.1 % of the 3-hop ones. In a one-off check on the same labelling
-    log, 10 or 100 neighbours instead of 30 moved these by under 0.01."""
-    if len(probes) == 0:
-        return []
-    vectors = encoder.encode_bulk(list(probes)).astype(np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    question whose candidates include that chain, but 0.1 % of the 3-hop ones. In a one-off check on
+    the same labelling log, 10 or 100 neighbours instead of 30 moved these by under 0.01."""
     members = np.flatnonzero(np.asarray(pool, dtype=bool))
     k = min(neighbours, max(members.shape[0] - 1, 0))
-    support: list[list[float]] = []
     if k == 0:
         return [[0.0] * len(c) for c in chains]
+    unit = np.asarray(vectors, dtype=np.float32)
+    unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
     held = [dict(zip(chains[j], coverage[j])) for j in members.tolist()]
-    for lo in range(0, len(probes), block):
-        sims = vectors[lo: lo + block] @ vectors[members].T
-        rows = np.arange(lo, min(lo + block, len(probes)))
+    support: list[list[float]] = []
+    for lo in range(0, unit.shape[0], block):
+        rows = np.arange(lo, min(lo + block, unit.shape[0]))
+        sims = unit[rows] @ unit[members].T
         sims[members[None, :] == rows[:, None]] = -np.inf  # not its own neighbour
         nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]
         for row, near in zip(rows.tolist(), nearest):
