@@ -54,7 +54,9 @@ import numpy as np
 from kgqa.loaders.qa import read_qa, split
 from kgqa.methods.kgfr.pack import PackedQA, pack
 from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
-from kgqa.methods.kgfr.train import PRIOR_MAX_LOSS, TrainConfig, choose_margin, choose_text_prior, evaluate, load_checkpoint, train
+from kgqa.methods.kgfr.text_prior import TextPrior, load_vocabulary, save_vocabulary
+from kgqa.methods.kgfr.train import (NOVEL_PENALTIES, NOVEL_WEIGHTS, PRIOR_MAX_LOSS, TrainConfig, choose_margin, choose_text_prior, evaluate,
+                                    load_checkpoint, pick_text_prior, prior_grid, train)
 from kgqa.retrieval.text import TextEncoder
 
 # The steps that read stores (build, and bundle when the MetaQA bundle pack is missing) import the
@@ -229,31 +231,66 @@ def polish(work: Path, budget: float, init: Path | None, out: Path | None) -> No
 
 
 def prior(work: Path, models: list[Path]) -> None:
-    """Choose each model's text prior (kgqa.methods.kgfr.text_prior) on the validation parts of the
-    packs it trained on: all of them, less its left-out KG (and the human Freebase questions when
-    FB15k-237 is left out), so that a left-out KG never picks its own setting. Writes "text_prior"
-    into the model's config.json, re-chooses its answer-set margin for the fused scores, and writes
-    every setting's Hits@1 per pack to WORK/prior-NAME.json."""
+    """Choose each model's text prior (kgqa.methods.kgfr.text_prior).
+
+    β and λ, for relations it trained on: on the validation parts of the packs it trained on (all of
+    them, less its left-out KG, and the human Freebase questions when FB15k-237 is left out), so that a
+    left-out KG never picks its own setting. β_novel and λ_novel, for relations it never saw: those
+    cannot be judged on KGs it trained on, so they are chosen on the leave-one-KG-out arms' left-out
+    KGs (WORK/model-X on X's validation part, WORK/novel-X.json), never X's for a model that left X
+    out. Writes "text_prior" into the model's config.json (and relation_vocab.npy, the relations it
+    trained on, where missing), re-chooses its answer-set margin for the fused scores, and writes every
+    familiar setting's Hits@1 per pack to WORK/prior-NAME.json."""
+    novel = _novel_grids(work)
     for path in models:
         model, config = load_checkpoint(path, "auto")
         device = next(model.parameters()).device
         left = config["train"]["split"].get("left_out")
         names = [n for n in [*STORES, "metaqa", HUMAN] if (work / f"{n}.v2.npz").exists() and n != left
                  and not (left == "fb15k237" and n == HUMAN)]
-        packs = {n: PackedQA.load(work / f"{n}.{config.get('relation_text', 'v1')}.npz").split()[1] for n in names}
+        style = config.get("relation_text", "v1")
+        parts = {n: PackedQA.load(work / f"{n}.{style}.npz").split() for n in names}
+        packs = {n: validation for n, (_, validation) in parts.items()}
+        if load_vocabulary(path) is None:
+            save_vocabulary(path, *[training.rel_text_vectors for training, _ in parts.values()])
         chosen, table = choose_text_prior(model, packs, device)
         key = f"{chosen.weight}/{chosen.length_penalty}"
+        judged = {x: grid for x, grid in novel.items() if x != left}
+        novel_table = {k: {x: grid[k][x] for x, grid in judged.items()} for k in next(iter(judged.values()))} if judged else {}
+        unseen = pick_text_prior(novel_table, max_loss=float("inf")) if novel_table else TextPrior(chosen.weight, chosen.length_penalty)
         print(f"{path}: weight {chosen.weight}, length penalty {chosen.length_penalty}; Hits@1 " +
-              ", ".join(f"{n} {table['0.0/0.0'][n]:.3f} → {table[key][n]:.3f}" for n in names), flush=True)
+              ", ".join(f"{n} {table['0.0/0.0'][n]:.3f} → {table[key][n]:.3f}" for n in names) +
+              f"; unfamiliar relations: weight {unseen.weight}, length penalty {unseen.length_penalty} (chosen on {', '.join(judged) or 'nothing'})", flush=True)
         (work / f"prior-{path.name}.json").write_text(json.dumps(table, indent=1) + "\n")  # every setting's Hits@1 per pack
+        novel_key = f"{unseen.weight}/{unseen.length_penalty}"
         config["text_prior"] = {"weight": chosen.weight, "length_penalty": chosen.length_penalty, "chosen_on": names,
-                                "max_loss": PRIOR_MAX_LOSS, "validation_hits1": table[key], "validation_hits1_without": table["0.0/0.0"]}
+                                "max_loss": PRIOR_MAX_LOSS, "validation_hits1": table[key], "validation_hits1_without": table["0.0/0.0"],
+                                "novel_weight": unseen.weight, "novel_penalty": unseen.length_penalty, "novel_chosen_on": list(judged),
+                                "novel_validation_hits1": novel_table.get(novel_key, {}), "novel_validation_hits1_without": novel_table.get("0.0/0.0", {})}
         raw = config.setdefault("without_prior", {"margin": config.get("margin"), "margin_val_f1": config.get("margin_val_f1")})
         config["margin"], config["margin_val_f1"] = raw["margin"], raw["margin_val_f1"]
-        if chosen.weight > 0:
-            model.text_prior = chosen
-            config["margin"], config["margin_val_f1"] = choose_margin(model, PackedQA.concat(list(packs.values())), device)
         (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        if chosen.weight > 0:  # on the packs it trained on: the familiar weights
+            fused, _ = load_checkpoint(path, "auto")
+            config["margin"], config["margin_val_f1"] = choose_margin(fused, PackedQA.concat(list(packs.values())), device)
+            (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _novel_grids(work: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Per left-out KG X with a trained arm (WORK/model-X): Hits@1 of the arm on X's validation part
+    for each β_novel/λ_novel (prior_grid; computed once, kept in WORK/novel-X.json)."""
+    grids = {}
+    for x in LEFT_OUT:
+        arm_dir, cached = work / f"model-{x}", work / f"novel-{x}.json"
+        if not (arm_dir / "done").exists():
+            continue
+        if not cached.exists():
+            model, config = load_checkpoint(arm_dir, "auto")
+            data = PackedQA.load(work / f"{x}.{config.get('relation_text', 'v1')}.npz").split()[1]
+            grid = prior_grid(model, {x: data}, next(model.parameters()).device, NOVEL_WEIGHTS, NOVEL_PENALTIES)
+            cached.write_text(json.dumps(grid, indent=1) + "\n")
+        grids[x] = json.loads(cached.read_text())
+    return grids
 
 
 def score(work: Path, models: list[Path]) -> None:

@@ -153,17 +153,25 @@ def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_pa
     assert loaded.relation_text == "v2" and loaded.hops == 2
     for picked in ([0], [2, 0], [0, 1, 2]):
         ours = loaded.batch(picked, with_answers=True)
+        probes = encoder.encode([rows[i][0].replace(rows[i][1], "something") if rows[i][1] else rows[i][0] for i in picked])
         theirs = make_batch([prepared[i].subgraph for i in picked], encoder.encode([rows[i][0] for i in picked]), encoder,
-                            [prepared[i].answers for i in picked])
+                            [prepared[i].answers for i in picked], probe_vectors=probes)
         for field in ("edge_index", "edge_type", "edge_hop", "relation_graph", "node_graph", "topic_mask", "answer_mask"):
             assert torch.equal(getattr(ours, field), getattr(theirs, field)), field
         assert torch.allclose(ours.relation_text, theirs.relation_text)
         assert torch.allclose(ours.question, theirs.question, atol=5e-3)  # quantised to int8 in the pack
+        assert torch.allclose(ours.probe, theirs.probe, atol=5e-3)  # the question with its topic masked, for the text prior
+        assert not torch.allclose(ours.probe, ours.question, atol=5e-2)
     train_part, val_part = loaded.split()
     assert list(train_part.qid) == ["q0", "q2", "q3"] and list(val_part.qid) == ["q1"]
     for sub, full in ((val_part.batch([0], True), loaded.batch([1], True)), (train_part.batch([1, 0], True), loaded.batch([2, 0], True))):
-        for field in ("edge_index", "edge_type", "edge_hop", "relation_text", "relation_graph", "node_graph", "topic_mask", "question", "answer_mask"):
+        for field in ("edge_index", "edge_type", "edge_hop", "relation_text", "relation_graph", "node_graph", "topic_mask", "question", "answer_mask", "probe"):
             assert torch.equal(getattr(sub, field), getattr(full, field)), field
+    assert torch.equal(PackedQA.concat([val_part, train_part]).batch([0, 2], True).probe, loaded.batch([1, 2], True).probe)
+    without = np.load(tmp_path / "p.npz")  # a pack made before probes: the prior reads the question
+    np.savez_compressed(tmp_path / "old.npz", **{k: without[k] for k in without.files if k not in ("probe", "probe_scale")})
+    old = PackedQA.load(tmp_path / "old.npz")
+    assert old.probe is None and old.batch([0]).probe is None and PackedQA.concat([old, loaded]).probe is None
     (tmp_path / "bad.npz").write_bytes(b"not a pack")
     with pytest.raises(ValueError, match="bad.npz: not a kgfr-pack"):
         PackedQA.load(tmp_path / "bad.npz")

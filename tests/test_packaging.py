@@ -70,7 +70,7 @@ def test_wheel_and_editable_install_import_the_same_modules(tmp_path):
     assert built["files"] == editable["files"]
     assert {"kgqa.sparql", "kgqa.cypher", "kgqa.loaders", "kgqa.retrieval.app", "kgqa.faces.cli"} <= set(built["modules"])
     assert {"kgqa.sparql/expand_hop.rq", "kgqa.sparql/virtuoso_counts.sql", "kgqa.cypher/expand_hops.cypher"} <= set(built["files"])
-    assert "kgqa.methods.kgfr/checkpoints/kgfr-multikg/model.safetensors" in built["files"]
+    assert {"kgqa.methods.kgfr/checkpoints/kgfr-multikg/model.safetensors", "kgqa.methods.kgfr/checkpoints/kgfr-multikg/relation_vocab.npy"} <= set(built["files"])
     assert {"kgqa.methods.rapl/checkpoints/rapl-metaqa/model.safetensors", "kgqa.methods.glow/checkpoints/fb15k237-ow/predictions.npz",
             "kgqa.methods.glow/patterns/countries.json", "kgqa.methods.grasp/checkpoints/grasp-metaqa/encoder.safetensors",
             "kgqa.methods.grasp/checkpoints/grasp-metaqa/lora/adapter_model.safetensors"} <= set(built["files"])

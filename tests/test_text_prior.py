@@ -86,3 +86,50 @@ def test_the_chosen_prior_may_not_cost_any_kg_more_than_max_loss():
     assert pick_text_prior(table, max_loss=0.05) == TextPrior(2.0, 0.05)
     assert pick_text_prior(table, max_loss=0.0) == TextPrior(0.5, 0.0)
     assert pick_text_prior({"0.0/0.0": {"a": 0.5}, "1.0/0.0": {"a": 0.4}}) == TextPrior(0.0, 0.0)  # no prior helps: none
+
+
+def test_the_prior_reads_the_masked_question_where_the_batch_has_one():
+    batch = _batch()
+    batch.question = torch.tensor([[0.0, 1.0, 0.0]])  # the question as asked reads like "language" (say, a film named "Language")
+    assert int(torch.argmax(path_match(batch, 0.1)[1:3])) + 1 == 2
+    batch.probe = torch.tensor([[1.0, 0.0, 0.0]])  # with the topic's name masked it asks for a film
+    assert int(torch.argmax(path_match(batch, 0.1)[1:3])) + 1 == 1
+
+
+def test_unfamiliar_relations_get_their_own_weight():
+    """n(q) is the share of the question's relation rows the model never trained on; the fused score
+    is c + (1 − n)·β·z(prior_λ) + n·β_novel·z(prior_λ_novel)."""
+    batch = _batch()
+    scores = torch.tensor([0.0, 0.0, 3.0, 0.0])  # the model prefers node 2 ("language")
+    seen_all = torch.tensor([FILM, LANGUAGE, OTHER])
+    familiar = TextPrior(0.5, 0.1, novel_weight=20.0, novel_penalty=0.0, familiar=seen_all)
+    assert familiar.novelty(batch).tolist() == [0.0]
+    assert torch.allclose(familiar.fuse(scores, batch), TextPrior(0.5, 0.1).fuse(scores, batch))
+    assert int(torch.argmax(familiar.fuse(scores, batch)[1:])) + 1 == 2  # β small: the model's choice stands
+    never = TextPrior(0.5, 0.1, novel_weight=20.0, novel_penalty=0.0, familiar=torch.tensor([[0.6, 0.64, 0.48]]))  # near no row (cos < 0.8)
+    assert never.novelty(batch).tolist() == [1.0]
+    assert torch.allclose(never.fuse(scores, batch), TextPrior(20.0, 0.0).fuse(scores, batch))
+    assert int(torch.argmax(never.fuse(scores, batch)[1:])) + 1 in (1, 3)  # the prior overturns it
+    some = TextPrior(0.5, 0.1, novel_weight=20.0, novel_penalty=0.0, familiar=torch.tensor([FILM, OTHER]))
+    n = some.novelty(batch)
+    assert n.tolist() == [pytest.approx(1 / 6)]  # "language" is one of the six relation rows
+    expected = scores + (1 - n) * 0.5 * standardise(path_match(batch, 0.1), batch) + n * 20.0 * standardise(path_match(batch, 0.0), batch)
+    assert torch.allclose(some.fuse(scores, batch), expected)
+    assert TextPrior(0.5, 0.1, novel_weight=20.0).novelty(batch).tolist() == [0.0]  # no vocabulary: every relation counts as seen
+
+
+def test_a_checkpoint_that_weighs_unfamiliar_relations_needs_its_vocabulary(tmp_path):
+    from safetensors.torch import save_file
+
+    from kgqa.methods.kgfr.text_prior import save_vocabulary
+
+    model = KGFR(text_dim=3, layers=2, attn_dim=1)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp_path / "model.safetensors"))
+    spec = {"weight": 1.0, "length_penalty": 0.1, "novel_weight": 16.0, "novel_penalty": 0.15}
+    (tmp_path / "config.json").write_text(json.dumps({"model": model.config, "text_prior": spec}))
+    with pytest.raises(ValueError, match="relation_vocab.npy"):
+        load_checkpoint(tmp_path, "cpu")
+    save_vocabulary(tmp_path, torch.tensor([FILM, FILM, [0.0, 3.0, 0.0]]).numpy(), None)
+    prior = load_checkpoint(tmp_path, "cpu")[0].text_prior
+    assert prior == TextPrior(1.0, 0.1, 16.0, 0.15)
+    assert prior.familiar.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]  # unit rows, each once

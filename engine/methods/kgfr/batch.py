@@ -49,7 +49,10 @@ def make_batch(
     answers: Sequence[Sequence[int]] | None = None,
     descriptions: dict[str, str] | None = None,
     style: str = "v2",
+    probe_vectors: np.ndarray | None = None,
 ) -> KGFRBatch:
+    """`probe_vectors`: the questions with their topics masked, for the text prior (default: none, the
+    prior reads the questions)."""
     heads, tails, types, hops, node_graph, topic_mask, rel_graph = [], [], [], [], [], [], []
     answer_mask = []
     node_offset = rel_offset = 0
@@ -88,4 +91,5 @@ def make_batch(
         topic_mask=cat(topic_mask, bool),
         question=torch.from_numpy(np.asarray(question_vectors, dtype=np.float32)),
         answer_mask=cat(answer_mask, bool) if answers is not None else None,
+        probe=torch.from_numpy(np.asarray(probe_vectors, dtype=np.float32)) if probe_vectors is not None else None,
     )

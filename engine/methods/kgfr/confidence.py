@@ -45,6 +45,12 @@ def relation_probe(question: str, topics: Sequence[Mapping]) -> str:
     return pattern.sub("something", question)
 
 
+def gold_probe(question: str, topics: Sequence[str]) -> str:
+    """`relation_probe` for a question whose topics are given by label (a QA file's gold topics):
+    a label written with underscores ("western_europe") is masked as typed too ("western europe")."""
+    return relation_probe(question, [{"query": form} for t in topics for form in dict.fromkeys([t, t.replace("_", " ")])])
+
+
 def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: Sequence[Mapping], nodes: int) -> dict[str, float]:
     """The features of one question: `scores` are the model's per-node scores (topics -inf), `margin`
     the answer-set margin, `topics` the linked topics (`Linking.topics_json()`)."""

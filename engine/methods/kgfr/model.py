@@ -32,6 +32,7 @@ class KGFRBatch:
     topic_mask: Tensor  # (N,) bool: topic entities (initialised to ones)
     question: Tensor  # (B, d_text) question embeddings
     answer_mask: Tensor | None = None  # (N,) bool: gold answers, for training
+    probe: Tensor | None = None  # (B, d_text) the questions with their topic mentions masked: what the text prior reads
 
     @property
     def num_nodes(self) -> int:

@@ -18,10 +18,12 @@ import torch
 
 from kgqa.methods.kgfr.model import KGFRBatch
 from kgqa.methods.kgfr.batch import relation_texts
+from kgqa.methods.kgfr.confidence import gold_probe
 from kgqa.methods.kgfr.data import Prepared
 from kgqa.retrieval.text import TextEncoder
 
 FORMAT = "kgfr-pack/2"
+OPTIONAL = ("probe", "probe_scale")  # arrays a pack may lack (made before they existed)
 
 
 def _ptr(lengths: Sequence[int]) -> np.ndarray:
@@ -54,6 +56,8 @@ class PackedQA:
     answer_idx: np.ndarray  # int32
     validation: np.ndarray  # bool [Q]: held out for early stopping / the margin
     meta: str = "{}"  # JSON: how the questions were chosen and split (copied into the checkpoint)
+    probe: np.ndarray | None = None  # int8 [Q, D]: the questions with their topics masked (the text prior reads them), as `question`
+    probe_scale: np.ndarray | None = None  # float32 [Q] (both absent in packs made before probes)
 
     def __len__(self) -> int:
         return int(self.qid.shape[0])
@@ -70,6 +74,12 @@ class PackedQA:
     def question_vectors(self, indices: Sequence[int]) -> np.ndarray:
         idx = np.asarray(indices, dtype=np.int64)
         return self.question[idx].astype(np.float32) * self.question_scale[idx, None]
+
+    def probe_vectors(self, indices: Sequence[int]) -> np.ndarray | None:
+        if self.probe is None or self.probe_scale is None:
+            return None
+        idx = np.asarray(indices, dtype=np.int64)
+        return self.probe[idx].astype(np.float32) * self.probe_scale[idx, None]
 
     def batch(self, indices: Sequence[int], with_answers: bool = False) -> KGFRBatch:
         """The KGFRBatch of questions `indices` (each with a subgraph), both directions of each fact."""
@@ -101,6 +111,7 @@ class PackedQA:
         if with_answers:
             answer_mask = np.zeros(total, dtype=bool)
             answer_mask[np.concatenate(answers)] = True
+        probes = self.probe_vectors(indices)
         return KGFRBatch(
             edge_index=torch.from_numpy(np.stack([np.concatenate(heads), np.concatenate(tails)])),
             edge_type=torch.from_numpy(np.concatenate(types)),
@@ -111,6 +122,7 @@ class PackedQA:
             topic_mask=torch.from_numpy(topic_mask),
             question=torch.from_numpy(self.question_vectors(indices)),
             answer_mask=torch.from_numpy(answer_mask) if answer_mask is not None else None,
+            probe=None if probes is None else torch.from_numpy(probes),
         )
 
     def subset(self, indices: Sequence[int]) -> "PackedQA":
@@ -129,7 +141,8 @@ class PackedQA:
         answer_ptr, answer_idx = ranges(self.answer_ptr, self.answer_idx)
         return PackedQA(self.qid[idx], self.hop[idx], self.question[idx], self.question_scale[idx], self.num_nodes[idx], self.answers_in_kb[idx],
                         edge_ptr, *edges, rel_ptr, rel_vocab, self.rel_text, self.rel_text_vectors, topic_ptr, topic_idx, answer_ptr, answer_idx,
-                        self.validation[idx], self.meta)
+                        self.validation[idx], self.meta,
+                        None if self.probe is None else self.probe[idx], None if self.probe_scale is None else self.probe_scale[idx])
 
     @property
     def metas(self) -> list[dict]:
@@ -191,6 +204,7 @@ class PackedQA:
             rel_vocab=np.concatenate([p.rel_vocab.astype(np.int32) + off for p, off in zip(packs, vocab_offsets)]),
             rel_text=cat("rel_text"), rel_text_vectors=cat("rel_text_vectors"), topic_ptr=ptrs("topic_ptr"), topic_idx=cat("topic_idx", np.int32),
             answer_ptr=ptrs("answer_ptr"), answer_idx=cat("answer_idx", np.int32), validation=cat("validation"), meta=json.dumps([m for p in packs for m in p.metas]),
+            **({"probe": cat("probe"), "probe_scale": cat("probe_scale")} if all(p.probe is not None for p in packs) else {}),
         )
 
     def split(self) -> tuple["PackedQA", "PackedQA"]:
@@ -213,7 +227,7 @@ class PackedQA:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp.npz")
-        arrays = {k: (np.array(v) if k == "meta" else v) for k, v in self.compact().__dict__.items()}
+        arrays = {k: (np.array(v) if k == "meta" else v) for k, v in self.compact().__dict__.items() if v is not None}
         np.savez_compressed(tmp, format=np.array(FORMAT), **arrays)
         tmp.replace(path)
 
@@ -228,21 +242,21 @@ class PackedQA:
         with data:
             if "format" not in data or str(data["format"]) != FORMAT:
                 raise ValueError(problem)
-            missing = [name for name in cls.__dataclass_fields__ if name not in data]
+            missing = [name for name in cls.__dataclass_fields__ if name not in data and name not in OPTIONAL]
             if missing:
                 raise ValueError(f"{problem}: missing {', '.join(missing)}")
             try:
-                fields = {name: data[name] for name in cls.__dataclass_fields__}
+                fields = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
             except unreadable as exc:  # a damaged member of a valid zip
                 raise ValueError(f"{problem}: {exc}") from None
         fields["meta"] = str(fields["meta"])
         return cls(**fields)
 
 
-def _quantised(vectors: np.ndarray) -> dict[str, np.ndarray]:
+def _quantised(vectors: np.ndarray, name: str = "question") -> dict[str, np.ndarray]:
     scale = np.maximum(np.abs(vectors).max(axis=1), 1e-12) / 127.0 if len(vectors) else np.zeros(0)
-    return {"question": np.round(vectors / scale[:, None]).astype(np.int8) if len(vectors) else np.zeros((0, vectors.shape[1]), np.int8),
-            "question_scale": scale.astype(np.float32)}
+    return {name: np.round(vectors / scale[:, None]).astype(np.int8) if len(vectors) else np.zeros((0, vectors.shape[1]), np.int8),
+            f"{name}_scale": scale.astype(np.float32)}
 
 
 def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[bool] | None = None, meta: str = "{}",
@@ -275,6 +289,7 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         qid=np.array([p.example.qid for p in items]),
         hop=np.array([p.example.hop or 0 for p in items], dtype=np.int8),
         **_quantised(encoder.encode([p.example.question for p in items])),
+        **_quantised(encoder.encode([gold_probe(p.example.question, p.example.topics) for p in items]), "probe"),
         num_nodes=np.array(num_nodes, dtype=np.int32),
         answers_in_kb=np.array([p.answers_in_kb for p in items], dtype=bool),
         edge_ptr=_ptr([len(h) for h in heads]),

@@ -188,7 +188,7 @@ class KGFRScorer:
 
     def _model_call(self, graphs: list[Subgraph], vectors: np.ndarray, probes: np.ndarray, descriptions: dict[str, str] | None,
                     shared: int) -> list[Scored]:
-        batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions, style=self.relation_text).to(self.device)
+        batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions, style=self.relation_text, probe_vectors=probes).to(self.device)
         scores, attention = self.model(batch, keep_attention=True)
         scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
         alpha_max = torch.zeros(batch.edge_index.shape[1])
@@ -196,7 +196,7 @@ class KGFRScorer:
         for i, alpha in enumerate(attention):  # α^max over the layers that used each edge (eq. 11)
             used = (hops <= i + 1).nonzero().squeeze(-1)
             alpha_max[used] = torch.maximum(alpha_max[used], alpha.cpu())
-        match = relation_match(batch, torch.from_numpy(np.asarray(probes, dtype=np.float32)).to(self.device)).tolist()
+        match = relation_match(batch, batch.probe).tolist()
         out, node, edge = [], 0, 0
         for g, sg in enumerate(graphs):  # make_batch lays the graphs side by side: nodes and edges are contiguous
             out.append(Scored(scores[node:node + sg.num_nodes], alpha_max[edge:edge + 2 * sg.num_edges], shared, match[g]))

@@ -17,7 +17,7 @@ import torch
 from kgqa.core.answer import set_f1
 from kgqa.methods.kgfr.model import KGFR, kgfr_loss
 from kgqa.methods.kgfr.pack import PackedQA
-from kgqa.methods.kgfr.text_prior import TextPrior, path_match, standardise
+from kgqa.methods.kgfr.text_prior import VOCABULARY_FILE, TextPrior, load_vocabulary, path_match, save_vocabulary, standardise
 from kgqa.retrieval.text import DEFAULT_ENCODER
 
 
@@ -176,6 +176,8 @@ def train(
     history: list[dict] = []
     best, best_epoch, steps = -1.0, -1, 0
     out_dir.mkdir(parents=True, exist_ok=True)
+    # the relation texts it will have trained on (with its starting point's): the text prior's "familiar"
+    save_vocabulary(out_dir, train_data.rel_text_vectors, load_vocabulary(Path(config.init)) if config.init else None)
     if config.init and val_data is not None and len(val_data):  # a resumed run keeps its starting point unless an epoch beats it
         best = evaluate(model, val_data, device).get("all", -1.0)
         log(f"{config.init}: validation Hits@1 {best:.3f} before training; an epoch must beat it to be kept")
@@ -261,6 +263,9 @@ def choose_margin(model: KGFR, data: PackedQA, device: torch.device, batch_size:
 PRIOR_WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 PRIOR_PENALTIES = (0.0, 0.02, 0.05, 0.1)
 PRIOR_MAX_LOSS = 0.01  # a prior is for where the model is weak: it may not cost a KG it serves well more than this
+# β_novel, λ_novel (text_prior.py): on relations it never saw, the model's scores may need to give way entirely
+NOVEL_WEIGHTS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+NOVEL_PENALTIES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 
 
 @torch.no_grad()
@@ -269,8 +274,17 @@ def choose_text_prior(model: KGFR, packs: dict[str, PackedQA], device: torch.dev
     """The text prior (text_prior.py) with the best Hits@1 averaged over `packs` (validation parts;
     one per KG, so that each KG counts the same) among those that cost no pack more than `max_loss`
     of its Hits@1 without a prior; and every setting's Hits@1 per pack."""
+    table = prior_grid(model, packs, device, PRIOR_WEIGHTS, PRIOR_PENALTIES, batch_size)
+    return pick_text_prior(table, max_loss), table
+
+
+@torch.no_grad()
+def prior_grid(model: KGFR, packs: dict[str, PackedQA], device: torch.device, weights: Sequence[float], penalties: Sequence[float],
+               batch_size: int = 64) -> dict[str, dict[str, float]]:
+    """{"β/λ": {pack: Hits@1}} of the model's scores fused with β·z(prior with λ) (weights must hold 0.0:
+    the model alone, keyed "0.0/0.0"), whatever its own prior says."""
     saved, model.text_prior = model.text_prior, None
-    hits: dict[tuple[float, float], dict[str, list[bool]]] = {(w, p): {} for w in PRIOR_WEIGHTS for p in PRIOR_PENALTIES}
+    hits: dict[tuple[float, float], dict[str, list[bool]]] = {(w, p): {} for w in weights for p in penalties}
     try:
         for name, data in packs.items():
             usable = [i for i in range(len(data)) if data.has_subgraph(i)]
@@ -279,9 +293,9 @@ def choose_text_prior(model: KGFR, packs: dict[str, PackedQA], device: torch.dev
                 raw = model(batch)[0]
                 sizes = [int(data.num_nodes[i]) for i in chunk]
                 gold = [set(data.answers(i).tolist()) for i in chunk]
-                for penalty in PRIOR_PENALTIES:
+                for penalty in penalties:
                     prior = standardise(path_match(batch, penalty), batch)
-                    for weight in PRIOR_WEIGHTS:
+                    for weight in weights:
                         fused = (raw + weight * prior).masked_fill(batch.topic_mask, float("-inf")).cpu()
                         marks = hits[(weight, penalty)].setdefault(name, [])
                         marks += [int(torch.argmax(local)) in answers for local, answers in zip(torch.split(fused, sizes), gold)]
@@ -290,7 +304,8 @@ def choose_text_prior(model: KGFR, packs: dict[str, PackedQA], device: torch.dev
     finally:
         model.text_prior = saved
     table = {f"{w}/{p}": {n: float(np.mean(v)) if v else 0.0 for n, v in row.items()} for (w, p), row in hits.items()}
-    return pick_text_prior(table, max_loss), table
+    table["0.0/0.0"] = table[f"0.0/{penalties[0]}"]
+    return table
 
 
 def pick_text_prior(table: dict[str, dict[str, float]], max_loss: float = PRIOR_MAX_LOSS) -> TextPrior:
@@ -301,6 +316,19 @@ def pick_text_prior(table: dict[str, dict[str, float]], max_loss: float = PRIOR_
     settings = {k: tuple(float(x) for x in k.split("/")) for k in allowed}
     best = max(allowed, key=lambda k: (float(np.mean(list(table[k].values()))), -settings[k][0], -settings[k][1]))
     return TextPrior(*settings[best])
+
+
+def text_prior_of(spec: dict, checkpoint: Path) -> TextPrior:
+    """The TextPrior a checkpoint's config.json "text_prior" describes; its novel-relation weights
+    read the checkpoint's relation vocabulary."""
+    novel = spec.get("novel_weight")
+    vocabulary = load_vocabulary(checkpoint) if novel is not None else None
+    if novel is not None and vocabulary is None:
+        raise ValueError(f"{checkpoint}: its text_prior weighs unfamiliar relations, but {VOCABULARY_FILE} (the relations it trained on) is missing")
+    return TextPrior(float(spec["weight"]), float(spec["length_penalty"]),
+                     None if novel is None else float(novel),
+                     None if spec.get("novel_penalty") is None else float(spec["novel_penalty"]),
+                     None if vocabulary is None else torch.from_numpy(vocabulary.astype(np.float32)))
 
 
 def save_checkpoint(model: KGFR, config: TrainConfig, encoder_name: str, out_dir: Path, history: list[dict], relation_text: str) -> None:
@@ -327,5 +355,5 @@ def load_checkpoint(path: Path, device: str = "auto") -> tuple[KGFR, dict]:
     model = KGFR(**meta["model"])
     model.load_state_dict(load_file(str(path / "model.safetensors")))
     if meta.get("text_prior"):
-        model.text_prior = TextPrior(float(meta["text_prior"]["weight"]), float(meta["text_prior"]["length_penalty"]))
+        model.text_prior = text_prior_of(meta["text_prior"], path)
     return model.to(pick_device(device)).eval(), meta

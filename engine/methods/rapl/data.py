@@ -22,7 +22,7 @@ import torch
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.batch import relation_texts
 from kgqa.methods.kgfr.data import Prepared
-from kgqa.methods.kgfr.confidence import relation_probe
+from kgqa.methods.kgfr.confidence import gold_probe, relation_probe
 from kgqa.methods.rapl.labels import choose_labels, label_candidates
 from kgqa.methods.rapl.line_graph import LineGraph, line_graph
 from kgqa.methods.rapl.model import RAPLBatch
@@ -182,7 +182,7 @@ def build_pack(items: Sequence[Prepared], encoder: TextEncoder, rationaliser: Ra
         if item.subgraph is not None:
             lg = line_graph(item.subgraph)
             staged.append((item, bool(held), lg, label_candidates(item.subgraph, lg, item.answers)))
-    probes = [relation_probe(item.example.question, [{"query": t} for t in item.example.topics]) for item, _, _, _ in staged]
+    probes = [gold_probe(item.example.question, item.example.topics) for item, _, _, _ in staged]
     questions = encoder.encode_bulk(probes) if probes else np.zeros((0, encoder.dim), np.float32)
     support: list[list[float] | None] = [None] * len(staged)
     if neighbours > 0 and staged:
