@@ -33,10 +33,13 @@ the MetaQA bundle pack's training questions, 300 of each other pack's), from WOR
 `--init`), written to WORK/model-polish (or `--out`). Phase 1 moves MetaQA below its bar; this brings
 it back without undoing the rest.
 
-`prior` chooses each model's text prior (kgqa.methods.kgfr.text_prior) on the validation parts of
-the KGs it trained on (never its left-out one) and writes it into the model's config.json; `run` and
-`score` then score the models with it. Run `prior` on the arms after `arm`/`run` has trained them,
-then `run` again for the table with priors.
+`prior` chooses each model's text prior (kgqa.methods.kgfr.text_prior) and writes it into the
+model's config.json: its weight for relations the model trained on on the validation parts of the
+KGs it trained on (never its left-out one), its weight for relations it never saw on the arms'
+left-out KGs (never its own); `run` and `score` then score the models with it. Run `prior` on the
+arms after `arm`/`run` has trained them, then `run` again for the table with priors. Packs made
+before the prior read masked questions have no probe vectors: `build` again (the cache keeps it
+quick) or the prior reads the questions as asked.
 """
 
 from __future__ import annotations
