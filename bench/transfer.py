@@ -53,12 +53,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from kgqa.loaders.qa import read_qa, split
 from kgqa.methods.kgfr.pack import PackedQA, pack
 from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
 from kgqa.methods.kgfr.text_prior import TextPrior, load_vocabulary, save_vocabulary
-from kgqa.methods.kgfr.train import (NOVEL_PENALTIES, NOVEL_WEIGHTS, PRIOR_MAX_LOSS, TrainConfig, choose_margin, choose_text_prior, evaluate,
+from kgqa.methods.kgfr.train import (NOVEL_PENALTIES, NOVEL_WEIGHTS, PRIOR_MAX_LOSS, TrainConfig, batched, choose_margin, choose_text_prior, evaluate,
                                     load_checkpoint, pick_text_prior, prior_grid, train)
 from kgqa.retrieval.text import TextEncoder
 
@@ -280,8 +281,10 @@ def prior(work: Path, models: list[Path]) -> None:
 
 
 def _novel_grids(work: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """Per left-out KG X with a trained arm (WORK/model-X): Hits@1 of the arm on X's validation part
-    for each β_novel/λ_novel (prior_grid; computed once, kept in WORK/novel-X.json)."""
+    """Per left-out KG X with a trained arm (WORK/model-X) whose relations are new to it: Hits@1 of the
+    arm on X's validation part for each β_novel/λ_novel (prior_grid; computed once, kept in
+    WORK/novel-X.json). An X whose relations the arm knows (MetaQA's KB asked in free words: the
+    arm trained on MetaQA dev) says nothing of a weight that applies only to unknown ones."""
     grids = {}
     for x in LEFT_OUT:
         arm_dir, cached = work / f"model-{x}", work / f"novel-{x}.json"
@@ -290,10 +293,27 @@ def _novel_grids(work: Path) -> dict[str, dict[str, dict[str, float]]]:
         if not cached.exists():
             model, config = load_checkpoint(arm_dir, "auto")
             data = PackedQA.load(work / f"{x}.{config.get('relation_text', 'v1')}.npz").split()[1]
-            grid = prior_grid(model, {x: data}, next(model.parameters()).device, NOVEL_WEIGHTS, NOVEL_PENALTIES)
-            cached.write_text(json.dumps(grid, indent=1) + "\n")
-        grids[x] = json.loads(cached.read_text())
+            if load_vocabulary(arm_dir) is None:
+                names = [n for n in [*STORES, "metaqa"] if n != x]
+                save_vocabulary(arm_dir, *[PackedQA.load(work / f"{n}.{config.get('relation_text', 'v1')}.npz").split()[0].rel_text_vectors for n in names])
+            unfamiliar = _unfamiliar_share(arm_dir, data)
+            grid = prior_grid(model, {x: data}, next(model.parameters()).device, NOVEL_WEIGHTS, NOVEL_PENALTIES) if unfamiliar >= 0.5 else {}
+            cached.write_text(json.dumps({"unfamiliar_share": unfamiliar, "grid": grid}, indent=1) + "\n")
+        found = json.loads(cached.read_text())
+        print(f"{x}: {found['unfamiliar_share']:.2f} of its relation types are new to model-{x}" +
+              ("" if found["grid"] else ": not used to choose the weight for unfamiliar relations"), flush=True)
+        if found["grid"]:
+            grids[x] = found["grid"]
     return grids
+
+
+def _unfamiliar_share(checkpoint: Path, data: PackedQA) -> float:
+    """The mean over `data`'s questions of n(q) (text_prior.TextPrior.novelty) for `checkpoint`'s vocabulary."""
+    vocabulary = load_vocabulary(checkpoint)
+    probe = TextPrior(0.0, 0.0, familiar=None if vocabulary is None else torch.from_numpy(vocabulary.astype(np.float32)))
+    usable = [i for i in range(len(data)) if data.has_subgraph(i)]
+    shares = [probe.novelty(data.batch(chunk)) for chunk in batched(usable, 64)]
+    return float(torch.cat(shares).mean()) if shares else 0.0
 
 
 def score(work: Path, models: list[Path]) -> None:
