@@ -166,6 +166,15 @@ def test_kgfr_confirmed_first_answer_takes_two_calls(store, retriever):
     assert answer.trace.round_trips >= 1 and answer.trace.fallback is None
 
 
+def test_kgfr_with_an_llm_ranks_as_kgfr_without_one(store, retriever):
+    """The LLM sees the ranking KGFR gives alone: the same question, its topic masked for the text prior."""
+    llm = ScriptedLLM(["1. Dr. Socrates", "yes\nsub-questions: none\nkey entities: none"])
+    answer = LLMKGFR(retriever, llm).answer(QUESTION, ["Kismet"])
+    alone = retriever.answer(QUESTION, ["Kismet"])
+    assert [c["iri"] for c in answer.evidence.candidates] == [c.iri for c in alone.candidates]
+    assert [c["score"] for c in answer.evidence.candidates] == pytest.approx([c.score for c in alone.candidates])
+
+
 def test_kgfr_reflection_asks_for_more_and_the_loop_is_bounded(store, retriever):
     replies = []
     for step in range(3):

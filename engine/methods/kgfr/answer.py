@@ -153,9 +153,10 @@ class KGFRAnswerer:
         best = candidates[0].score if candidates else 0.0
         return [c for c in candidates if c.score >= best - self.margin]
 
-    def score(self, sg: Subgraph, question: str) -> list[Candidate]:
-        """The top-k candidates of one subgraph, with their facts and paths (eq. 10–12)."""
-        return self.evidence(sg, self.scorer.score(sg, question, self.descriptions))
+    def score(self, sg: Subgraph, question: str, probe: str | None = None) -> list[Candidate]:
+        """The top-k candidates of one subgraph, with their facts and paths (eq. 10–12). `probe`: the
+        question with its topics masked, for the text prior (default: the question)."""
+        return self.evidence(sg, self.scorer.score(sg, question, self.descriptions, probe))
 
     def evidence(self, sg: Subgraph, scored: Scored) -> list[Candidate]:
         scores, alpha_max = scored.scores, scored.alpha_max

@@ -22,6 +22,7 @@ from kgqa.core.answer import Answer, AnswerItem, Evidence, Trace
 from kgqa.retrieval.answer_mapping import map_answers
 from kgqa.core.events import EvidenceReady, Linked, Retrieved, emit
 from kgqa.methods.kgfr.answer import Candidate, Fact, KGFRAnswerer, path_edges
+from kgqa.methods.kgfr.confidence import relation_probe
 from kgqa.core.labels import normalise_label
 from kgqa.retrieval.linking import link_or_resolve
 from kgqa.llm.protocol import LLM, LLMError
@@ -100,7 +101,7 @@ class LLMKGFR:
         result.graph = sg
         emit(Retrieved(dict(trace.subgraph), trace.round_trips))
         mark = time.perf_counter()
-        candidates = self.retriever.score(sg, question)
+        candidates = self.retriever.score(sg, question, relation_probe(question, result.topics))
         trace.seconds["score"] = time.perf_counter() - mark
         evidence = _EvidenceSet(self.language)
         evidence.add(candidates)
