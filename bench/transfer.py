@@ -58,7 +58,7 @@ import torch
 from kgqa.loaders.qa import read_qa, split
 from kgqa.methods.kgfr.pack import PackedQA, pack
 from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
-from kgqa.methods.kgfr.text_prior import TextPrior, load_vocabulary, save_vocabulary
+from kgqa.methods.kgfr.text_prior import TextPrior, load_vocabulary, relation_vocabulary, save_vocabulary
 from kgqa.methods.kgfr.train import (NOVEL_PENALTIES, NOVEL_WEIGHTS, PRIOR_MAX_LOSS, TrainConfig, batched, choose_margin, choose_text_prior, evaluate,
                                     load_checkpoint, pick_text_prior, prior_grid, train)
 from kgqa.retrieval.text import TextEncoder
@@ -180,11 +180,30 @@ def arm(work: Path, budget: float, run_name: str, packs: dict[str, PackedQA]) ->
     Arms are independent, so on a machine with room they can be trained side by side (`arm --kgs NAME`)."""
     out = work / f"model-{run_name}"
     if not (out / "done").exists():
+        _check_start_never_saw(work, run_name, packs)
         train_part, val_part = PackedQA.concat([p for n, p in packs.items() if n != run_name]).split()
         config = TrainConfig(epochs=50, patience=3, lr=3e-4, batch_size=32, residual=True, norm=True, message="product", device="auto",
                              time_budget=budget * 60, init=str(_today(work)), split={"left_out": run_name})
         _train_marked(run_name, train_part, val_part, config, out)
     return out
+
+
+def _check_start_never_saw(work: Path, left_out: str, packs: dict[str, PackedQA]) -> None:
+    """An arm starts from WORK/today-checkpoint, which must not have trained on its left-out KG: a work
+    folder made after the bundled checkpoint was replaced would copy one that trained on every KG
+    (its relation vocabulary gives it away), and the arm would then neither be left out nor get the
+    weight for unfamiliar relations."""
+    if left_out not in packs:
+        return
+    start = load_vocabulary(_today(work))
+    if start is None:
+        return  # checkpoints from before vocabularies: kgfr-metaqa, trained on MetaQA dev only
+    others = np.concatenate([p.trained_relation_vectors() for n, p in packs.items() if n != left_out])
+    own = packs[left_out].split()[1]
+    with_start = _unfamiliar_share(relation_vocabulary(np.concatenate([others, start.astype(np.float32)])), own)
+    if with_start < 0.5 <= _unfamiliar_share(relation_vocabulary(others), own):
+        raise SystemExit(f"{_today(work)} trained on {left_out}'s relations: an arm that leaves {left_out} out cannot start from it "
+                         "(copy a checkpoint that never saw it there, e.g. the first bundled one from git history)")
 
 
 def _train_marked(name: str, train_part: PackedQA, val_part: PackedQA, config: TrainConfig, out: Path) -> None:
@@ -256,7 +275,7 @@ def prior(work: Path, models: list[Path]) -> None:
         parts = {n: PackedQA.load(work / f"{n}.{style}.npz").split() for n in names}
         packs = {n: validation for n, (_, validation) in parts.items()}
         if load_vocabulary(path) is None:
-            save_vocabulary(path, *[training.rel_text_vectors for training, _ in parts.values()])
+            save_vocabulary(path, *[training.trained_relation_vectors() for training, _ in parts.values()])
         chosen, table = choose_text_prior(model, packs, device)
         key = f"{chosen.weight}/{chosen.length_penalty}"
         judged = {x: grid for x, grid in novel.items() if x != left}
@@ -290,26 +309,27 @@ def _novel_grids(work: Path) -> dict[str, dict[str, dict[str, float]]]:
         arm_dir, cached = work / f"model-{x}", work / f"novel-{x}.json"
         if not (arm_dir / "done").exists():
             continue
-        if not cached.exists():
+        settings = {"weights": list(NOVEL_WEIGHTS), "penalties": list(NOVEL_PENALTIES), "weights_file": (arm_dir / "model.safetensors").stat().st_mtime}
+        found = json.loads(cached.read_text()) if cached.exists() else {}
+        if not isinstance(found, dict) or found.get("settings") != settings:  # none yet, another grid or layout, or the arm retrained
             model, config = load_checkpoint(arm_dir, "auto")
             data = PackedQA.load(work / f"{x}.{config.get('relation_text', 'v1')}.npz").split()[1]
             if load_vocabulary(arm_dir) is None:
                 names = [n for n in [*STORES, "metaqa"] if n != x]
-                save_vocabulary(arm_dir, *[PackedQA.load(work / f"{n}.{config.get('relation_text', 'v1')}.npz").split()[0].rel_text_vectors for n in names])
-            unfamiliar = _unfamiliar_share(arm_dir, data)
+                save_vocabulary(arm_dir, *[PackedQA.load(work / f"{n}.{config.get('relation_text', 'v1')}.npz").split()[0].trained_relation_vectors() for n in names])
+            unfamiliar = _unfamiliar_share(load_vocabulary(arm_dir), data)
             grid = prior_grid(model, {x: data}, next(model.parameters()).device, NOVEL_WEIGHTS, NOVEL_PENALTIES) if unfamiliar >= 0.5 else {}
-            cached.write_text(json.dumps({"unfamiliar_share": unfamiliar, "grid": grid}, indent=1) + "\n")
-        found = json.loads(cached.read_text())
-        print(f"{x}: {found['unfamiliar_share']:.2f} of its relation types are new to model-{x}" +
+            found = {"settings": settings, "unfamiliar_share": unfamiliar, "grid": grid}
+            cached.write_text(json.dumps(found, indent=1) + "\n")
+        print(f"{x}: n(q) = {found['unfamiliar_share']:.2f} on average (the share of a question's relation types new to model-{x})" +
               ("" if found["grid"] else ": not used to choose the weight for unfamiliar relations"), flush=True)
         if found["grid"]:
             grids[x] = found["grid"]
     return grids
 
 
-def _unfamiliar_share(checkpoint: Path, data: PackedQA) -> float:
-    """The mean over `data`'s questions of n(q) (text_prior.TextPrior.novelty) for `checkpoint`'s vocabulary."""
-    vocabulary = load_vocabulary(checkpoint)
+def _unfamiliar_share(vocabulary: np.ndarray | None, data: PackedQA) -> float:
+    """The mean over `data`'s questions of n(q) (text_prior.TextPrior.novelty) for a relation vocabulary."""
     probe = TextPrior(0.0, 0.0, familiar=None if vocabulary is None else torch.from_numpy(vocabulary.astype(np.float32)))
     usable = [i for i in range(len(data)) if data.has_subgraph(i)]
     shares = [probe.novelty(data.batch(chunk)) for chunk in batched(usable, 64)]

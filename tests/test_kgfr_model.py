@@ -171,7 +171,9 @@ def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_pa
     without = np.load(tmp_path / "p.npz")  # a pack made before probes: the prior reads the question
     np.savez_compressed(tmp_path / "old.npz", **{k: without[k] for k in without.files if k not in ("probe", "probe_scale")})
     old = PackedQA.load(tmp_path / "old.npz")
-    assert old.probe is None and old.batch([0]).probe is None and PackedQA.concat([old, loaded]).probe is None
+    assert old.probe is None and old.batch([0]).probe is None
+    mixed = PackedQA.concat([old, loaded])  # the old pack's questions stand in for its probes; the new one keeps its own
+    assert torch.equal(mixed.batch([0]).probe, old.batch([0]).question) and torch.equal(mixed.batch([4]).probe, loaded.batch([0]).probe)
     (tmp_path / "bad.npz").write_bytes(b"not a pack")
     with pytest.raises(ValueError, match="bad.npz: not a kgfr-pack"):
         PackedQA.load(tmp_path / "bad.npz")

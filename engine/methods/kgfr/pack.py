@@ -75,6 +75,11 @@ class PackedQA:
         idx = np.asarray(indices, dtype=np.int64)
         return self.question[idx].astype(np.float32) * self.question_scale[idx, None]
 
+    def trained_relation_vectors(self) -> np.ndarray:
+        """The text vectors of the relations its questions' subgraphs use (a subset keeps the whole
+        vocabulary of the pack it was cut from): what a model trained on it has seen."""
+        return self.rel_text_vectors[np.unique(self.rel_vocab)] if len(self.rel_vocab) else self.rel_text_vectors[:0]
+
     def probe_vectors(self, indices: Sequence[int]) -> np.ndarray | None:
         if self.probe is None or self.probe_scale is None:
             return None
@@ -204,7 +209,10 @@ class PackedQA:
             rel_vocab=np.concatenate([p.rel_vocab.astype(np.int32) + off for p, off in zip(packs, vocab_offsets)]),
             rel_text=cat("rel_text"), rel_text_vectors=cat("rel_text_vectors"), topic_ptr=ptrs("topic_ptr"), topic_idx=cat("topic_idx", np.int32),
             answer_ptr=ptrs("answer_ptr"), answer_idx=cat("answer_idx", np.int32), validation=cat("validation"), meta=json.dumps([m for p in packs for m in p.metas]),
-            **({"probe": cat("probe"), "probe_scale": cat("probe_scale")} if all(p.probe is not None for p in packs) else {}),
+            # a pack made before probes lends its questions as its probes (what its prior read), so that the others keep theirs
+            **({"probe": np.concatenate([p.question if p.probe is None else p.probe for p in packs]),
+                "probe_scale": np.concatenate([p.question_scale if p.probe_scale is None else p.probe_scale for p in packs])}
+               if any(p.probe is not None for p in packs) else {}),
         )
 
     def split(self) -> tuple["PackedQA", "PackedQA"]:
@@ -250,6 +258,8 @@ class PackedQA:
             except unreadable as exc:  # a damaged member of a valid zip
                 raise ValueError(f"{problem}: {exc}") from None
         fields["meta"] = str(fields["meta"])
+        if ("probe" in fields) != ("probe_scale" in fields):
+            raise ValueError(f"{problem}: it has one of probe and probe_scale without the other")
         return cls(**fields)
 
 

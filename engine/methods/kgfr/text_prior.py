@@ -26,9 +26,11 @@ Two refinements, both measured on the leave-one-KG-out arms (bench/transfer.py):
   FB15k-237 left out: 0.61 → 0.65; UMLS 0.30 → 0.35.
 - Where a question's relations are unfamiliar (their text far from every relation text the model
   trained on, `relation_vocab.npy` in the checkpoint), c is a guess and the prior gets its own, larger
-  weight: β(q) = β + n(q)·(β_novel − β), n(q) the share of the subgraph's relation types the model
-  never saw, and λ likewise. β_novel and λ_novel cannot be chosen on KGs the model trained on (there
-  n = 0); bench/transfer.py chooses them on other models' left-out KGs.
+  weight: c + (1 − n)·β·z(prior_λ) + n·β_novel·z(prior_λ_novel), n(q) the share of the subgraph's
+  relation types the model never saw. β_novel and λ_novel cannot be chosen on KGs the model trained
+  on (there n = 0); bench/transfer.py chooses them on other models' left-out KGs (scored as if n = 1:
+  there n is 0.95–1.00). A prior chosen before the masking (no "novel_weight") reads the probe too:
+  only the bundled checkpoint had one, and its was chosen again.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def train(
     best, best_epoch, steps = -1.0, -1, 0
     out_dir.mkdir(parents=True, exist_ok=True)
     # the relation texts it will have trained on (with its starting point's): the text prior's "familiar"
-    save_vocabulary(out_dir, train_data.rel_text_vectors, load_vocabulary(Path(config.init)) if config.init else None)
+    save_vocabulary(out_dir, train_data.trained_relation_vectors(), load_vocabulary(Path(config.init)) if config.init else None)
     if config.init and val_data is not None and len(val_data):  # a resumed run keeps its starting point unless an epoch beats it
         best = evaluate(model, val_data, device).get("all", -1.0)
         log(f"{config.init}: validation Hits@1 {best:.3f} before training; an epoch must beat it to be kept")
@@ -318,9 +318,9 @@ def pick_text_prior(table: dict[str, dict[str, float]], max_loss: float = PRIOR_
     return TextPrior(*settings[best])
 
 
-def text_prior_of(spec: dict, checkpoint: Path) -> TextPrior:
+def text_prior_of(spec: dict, checkpoint: Path, device: torch.device | str = "cpu") -> TextPrior:
     """The TextPrior a checkpoint's config.json "text_prior" describes; its novel-relation weights
-    read the checkpoint's relation vocabulary."""
+    read the checkpoint's relation vocabulary (kept on `device`)."""
     novel = spec.get("novel_weight")
     vocabulary = load_vocabulary(checkpoint) if novel is not None else None
     if novel is not None and vocabulary is None:
@@ -328,7 +328,7 @@ def text_prior_of(spec: dict, checkpoint: Path) -> TextPrior:
     return TextPrior(float(spec["weight"]), float(spec["length_penalty"]),
                      None if novel is None else float(novel),
                      None if spec.get("novel_penalty") is None else float(spec["novel_penalty"]),
-                     None if vocabulary is None else torch.from_numpy(vocabulary.astype(np.float32)))
+                     None if vocabulary is None else torch.from_numpy(vocabulary.astype(np.float32)).to(device))
 
 
 def save_checkpoint(model: KGFR, config: TrainConfig, encoder_name: str, out_dir: Path, history: list[dict], relation_text: str) -> None:
@@ -354,6 +354,7 @@ def load_checkpoint(path: Path, device: str = "auto") -> tuple[KGFR, dict]:
     meta = json.loads((path / "config.json").read_text())
     model = KGFR(**meta["model"])
     model.load_state_dict(load_file(str(path / "model.safetensors")))
+    target = pick_device(device)
     if meta.get("text_prior"):
-        model.text_prior = text_prior_of(meta["text_prior"], path)
-    return model.to(pick_device(device)).eval(), meta
+        model.text_prior = text_prior_of(meta["text_prior"], path, target)
+    return model.to(target).eval(), meta
