@@ -58,9 +58,9 @@ import torch
 from kgqa.loaders.qa import read_qa, split
 from kgqa.methods.kgfr.pack import PackedQA, pack
 from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
-from kgqa.methods.kgfr.text_prior import TextPrior, load_vocabulary, relation_vocabulary, save_vocabulary
+from kgqa.methods.kgfr.text_prior import TextPrior, load_vocabulary, novelty, relation_vocabulary, save_vocabulary
 from kgqa.methods.kgfr.train import (NOVEL_PENALTIES, NOVEL_WEIGHTS, PRIOR_MAX_LOSS, TrainConfig, batched, choose_margin, choose_text_prior, evaluate,
-                                    load_checkpoint, pick_text_prior, prior_grid, train)
+                                    load_checkpoint, pick_text_prior, prior_grid, text_prior_of, train)
 from kgqa.retrieval.text import TextEncoder
 
 # The steps that read stores (build, and bundle when the MetaQA bundle pack is missing) import the
@@ -294,8 +294,8 @@ def prior(work: Path, models: list[Path]) -> None:
         config["margin"], config["margin_val_f1"] = raw["margin"], raw["margin_val_f1"]
         (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         if chosen.weight > 0:  # on the packs it trained on: the familiar weights
-            fused, _ = load_checkpoint(path, "auto")
-            config["margin"], config["margin_val_f1"] = choose_margin(fused, PackedQA.concat(list(packs.values())), device)
+            model.text_prior = text_prior_of(config["text_prior"], path, device)
+            config["margin"], config["margin_val_f1"] = choose_margin(model, PackedQA.concat(list(packs.values())), device)
             (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
@@ -329,10 +329,10 @@ def _novel_grids(work: Path) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def _unfamiliar_share(vocabulary: np.ndarray | None, data: PackedQA) -> float:
-    """The mean over `data`'s questions of n(q) (text_prior.TextPrior.novelty) for a relation vocabulary."""
-    probe = TextPrior(0.0, 0.0, familiar=None if vocabulary is None else torch.from_numpy(vocabulary.astype(np.float32)))
+    """The mean over `data`'s questions of n(q) (text_prior.novelty) for a relation vocabulary."""
+    familiar = None if vocabulary is None else torch.from_numpy(vocabulary.astype(np.float32))
     usable = [i for i in range(len(data)) if data.has_subgraph(i)]
-    shares = [probe.novelty(data.batch(chunk)) for chunk in batched(usable, 64)]
+    shares = [novelty(data.batch(chunk), familiar) for chunk in batched(usable, 64)]
     return float(torch.cat(shares).mean()) if shares else 0.0
 
 

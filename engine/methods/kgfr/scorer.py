@@ -33,6 +33,7 @@ from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.confidence import Calibration
 from kgqa.methods.kgfr.batch import CPU_EDGE_BUDGET, make_batch, runs_within
 from kgqa.methods.kgfr.model import KGFRBatch
+from kgqa.methods.kgfr.text_prior import relation_cosine
 from kgqa.methods.kgfr.train import load_checkpoint
 from kgqa.methods.registry import MethodContext
 from kgqa.retrieval.text import TextEncoder
@@ -196,7 +197,7 @@ class KGFRScorer:
         for i, alpha in enumerate(attention):  # α^max over the layers that used each edge (eq. 11)
             used = (hops <= i + 1).nonzero().squeeze(-1)
             alpha_max[used] = torch.maximum(alpha_max[used], alpha.cpu())
-        match = relation_match(batch, batch.probe).tolist()
+        match = relation_match(batch).tolist()
         out, node, edge = [], 0, 0
         for g, sg in enumerate(graphs):  # make_batch lays the graphs side by side: nodes and edges are contiguous
             out.append(Scored(scores[node:node + sg.num_nodes], alpha_max[edge:edge + 2 * sg.num_edges], shared, match[g]))
@@ -215,11 +216,11 @@ class KGFRScorer:
                 "mean_batch": self.questions / self.batches if self.batches else 0.0}
 
 
-def relation_match(batch: KGFRBatch, probes: torch.Tensor) -> torch.Tensor:
+def relation_match(batch: KGFRBatch) -> torch.Tensor:
     """Per question of the batch, the largest cosine between its probe's embedding and the text of a
-    relation in its subgraph (both unit vectors): low when the question asks for something no
-    relation there reads like ("how tall is ⟨topic⟩" over a film KG)."""
-    cosine = (batch.relation_text * probes[batch.relation_graph]).sum(-1)
+    relation in its subgraph: low when the question asks for something no relation there reads like
+    ("how tall is ⟨topic⟩" over a film KG)."""
+    cosine = relation_cosine(batch)
     best = torch.full((batch.num_graphs,), -1.0, device=cosine.device)
     return best.scatter_reduce(0, batch.relation_graph, cosine, "amax").cpu()
 

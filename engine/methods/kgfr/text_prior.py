@@ -66,28 +66,32 @@ class TextPrior:
                 raise ValueError(f"text_prior {name} {value}: must be ≥ 0")
 
     def fuse(self, scores: Tensor, batch: KGFRBatch) -> Tensor:
-        novelty = self.novelty(batch)
-        if self.weight == 0 and not bool((novelty > 0).any()):
+        shares = novelty(batch, self.familiar)
+        any_novel = bool((shares > 0).any())
+        if self.weight == 0 and not any_novel:
             return scores
         graph = batch.node_graph
-        fused = scores + (self.weight * (1 - novelty))[graph] * standardise(path_match(batch, self.length_penalty), batch)
-        if bool((novelty > 0).any()):
+        fused = scores + (self.weight * (1 - shares))[graph] * standardise(path_match(batch, self.length_penalty), batch)
+        if any_novel:
             novel_weight = self.weight if self.novel_weight is None else self.novel_weight
             novel_penalty = self.length_penalty if self.novel_penalty is None else self.novel_penalty
-            fused = fused + (novel_weight * novelty)[graph] * standardise(path_match(batch, novel_penalty), batch)
+            fused = fused + (novel_weight * shares)[graph] * standardise(path_match(batch, novel_penalty), batch)
         return fused
 
     def novelty(self, batch: KGFRBatch) -> Tensor:
-        """n(q) per question: the share of its relation rows whose text is not within FAMILIAR_COSINE
-        of a training relation text (zeros without a vocabulary)."""
-        zeros = torch.zeros(batch.num_graphs, device=batch.question.device)
-        if self.familiar is None or batch.relation_text.shape[0] == 0:
-            return zeros
-        text = torch.nn.functional.normalize(batch.relation_text, dim=-1)
-        familiar = self.familiar.to(device=text.device, dtype=text.dtype)
-        unseen = ((text @ familiar.T).max(dim=1).values < FAMILIAR_COSINE).float()
-        count = zeros.index_add(0, batch.relation_graph, torch.ones_like(unseen)).clamp(min=1)
-        return zeros.index_add(0, batch.relation_graph, unseen) / count
+        return novelty(batch, self.familiar)
+
+
+def novelty(batch: KGFRBatch, familiar: Tensor | None) -> Tensor:
+    """n(q) per question: the share of its relation rows whose text is not within FAMILIAR_COSINE
+    of a row of `familiar` (training relation texts, unit rows; zeros without one)."""
+    zeros = torch.zeros(batch.num_graphs, device=batch.question.device)
+    if familiar is None or batch.relation_text.shape[0] == 0:
+        return zeros
+    text = torch.nn.functional.normalize(batch.relation_text, dim=-1)
+    unseen = ((text @ familiar.to(device=text.device, dtype=text.dtype).T).max(dim=1).values < FAMILIAR_COSINE).float()
+    count = zeros.index_add(0, batch.relation_graph, torch.ones_like(unseen)).clamp(min=1)
+    return zeros.index_add(0, batch.relation_graph, unseen) / count
 
 
 def relation_vocabulary(vectors: np.ndarray) -> np.ndarray:
@@ -110,11 +114,8 @@ def load_vocabulary(checkpoint: Path) -> np.ndarray | None:
 
 def path_match(batch: KGFRBatch, length_penalty: float) -> Tensor:
     """prior(v) of the module's doc for every node of the batch (-inf where no path of ≤ 3 edges reaches v)."""
-    text = torch.nn.functional.normalize(batch.relation_text, dim=-1)
-    question = torch.nn.functional.normalize(batch.question if batch.probe is None else batch.probe, dim=-1)
     source, target = batch.edge_index
-    # one cosine per relation row (each row belongs to one question), then gathered per edge
-    cosine = (text * question[batch.relation_graph]).sum(-1)[batch.edge_type]
+    cosine = relation_cosine(batch)[batch.edge_type]
     reached = torch.full((batch.num_nodes,), float("-inf"), device=cosine.device)
     reached[batch.topic_mask] = 0.0
     best = torch.full_like(reached, float("-inf"))
@@ -122,6 +123,14 @@ def path_match(batch: KGFRBatch, length_penalty: float) -> Tensor:
         reached = torch.full_like(best, float("-inf")).scatter_reduce(0, target, reached[source] + cosine, "amax")
         best = torch.maximum(best, reached / length - length_penalty * (length - 1))
     return best
+
+
+def relation_cosine(batch: KGFRBatch) -> Tensor:
+    """cos(q, u_r) per relation row (each row belongs to one question): q the probe (the question with
+    its topics masked) where the batch has one, else the question."""
+    text = torch.nn.functional.normalize(batch.relation_text, dim=-1)
+    question = torch.nn.functional.normalize(batch.question if batch.probe is None else batch.probe, dim=-1)
+    return (text * question[batch.relation_graph]).sum(-1)
 
 
 def standardise(values: Tensor, batch: KGFRBatch) -> Tensor:

@@ -281,8 +281,8 @@ def choose_text_prior(model: KGFR, packs: dict[str, PackedQA], device: torch.dev
 @torch.no_grad()
 def prior_grid(model: KGFR, packs: dict[str, PackedQA], device: torch.device, weights: Sequence[float], penalties: Sequence[float],
                batch_size: int = 64) -> dict[str, dict[str, float]]:
-    """{"β/λ": {pack: Hits@1}} of the model's scores fused with β·z(prior with λ) (weights must hold 0.0:
-    the model alone, keyed "0.0/0.0"), whatever its own prior says."""
+    """{"β/λ": {pack: Hits@1}} of the model's scores fused with β·z(prior with λ), whatever its own prior
+    says. Both grids must hold 0.0: "0.0/0.0" is the model alone, which pick_text_prior compares with."""
     saved, model.text_prior = model.text_prior, None
     hits: dict[tuple[float, float], dict[str, list[bool]]] = {(w, p): {} for w in weights for p in penalties}
     try:
@@ -304,7 +304,6 @@ def prior_grid(model: KGFR, packs: dict[str, PackedQA], device: torch.device, we
     finally:
         model.text_prior = saved
     table = {f"{w}/{p}": {n: float(np.mean(v)) if v else 0.0 for n, v in row.items()} for (w, p), row in hits.items()}
-    table["0.0/0.0"] = table[f"0.0/{penalties[0]}"]
     return table
 
 
