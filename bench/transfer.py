@@ -309,11 +309,13 @@ def _novel_grids(work: Path) -> dict[str, dict[str, dict[str, float]]]:
         arm_dir, cached = work / f"model-{x}", work / f"novel-{x}.json"
         if not (arm_dir / "done").exists():
             continue
-        settings = {"weights": list(NOVEL_WEIGHTS), "penalties": list(NOVEL_PENALTIES), "weights_file": (arm_dir / "model.safetensors").stat().st_mtime}
+        pack_file = work / f"{x}.{json.loads((arm_dir / 'config.json').read_text()).get('relation_text', 'v1')}.npz"
+        settings = {"weights": list(NOVEL_WEIGHTS), "penalties": list(NOVEL_PENALTIES), "weights_file": (arm_dir / "model.safetensors").stat().st_mtime,
+                    "pack_file": pack_file.stat().st_mtime}
         found = json.loads(cached.read_text()) if cached.exists() else {}
-        if not isinstance(found, dict) or found.get("settings") != settings:  # none yet, another grid or layout, or the arm retrained
+        if not isinstance(found, dict) or found.get("settings") != settings:  # none yet, another grid or layout, the arm retrained or the pack rebuilt
             model, config = load_checkpoint(arm_dir, "auto")
-            data = PackedQA.load(work / f"{x}.{config.get('relation_text', 'v1')}.npz").split()[1]
+            data = PackedQA.load(pack_file).split()[1]
             if load_vocabulary(arm_dir) is None:
                 names = [n for n in [*STORES, "metaqa"] if n != x]
                 save_vocabulary(arm_dir, *[PackedQA.load(work / f"{n}.{config.get('relation_text', 'v1')}.npz").split()[0].trained_relation_vectors() for n in names])

@@ -159,21 +159,29 @@ def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_pa
         for field in ("edge_index", "edge_type", "edge_hop", "relation_graph", "node_graph", "topic_mask", "answer_mask"):
             assert torch.equal(getattr(ours, field), getattr(theirs, field)), field
         assert torch.allclose(ours.relation_text, theirs.relation_text)
+        assert torch.allclose(ours.relation_question, theirs.relation_question)  # what the prior compares the probe with
         assert torch.allclose(ours.question, theirs.question, atol=5e-3)  # quantised to int8 in the pack
         assert torch.allclose(ours.probe, theirs.probe, atol=5e-3)  # the question with its topic masked, for the text prior
         assert not torch.allclose(ours.probe, ours.question, atol=5e-2)
     train_part, val_part = loaded.split()
     assert list(train_part.qid) == ["q0", "q2", "q3"] and list(val_part.qid) == ["q1"]
     for sub, full in ((val_part.batch([0], True), loaded.batch([1], True)), (train_part.batch([1, 0], True), loaded.batch([2, 0], True))):
-        for field in ("edge_index", "edge_type", "edge_hop", "relation_text", "relation_graph", "node_graph", "topic_mask", "question", "answer_mask", "probe"):
+        for field in ("edge_index", "edge_type", "edge_hop", "relation_text", "relation_graph", "node_graph", "topic_mask", "question", "answer_mask", "probe",
+                      "relation_question"):
             assert torch.equal(getattr(sub, field), getattr(full, field)), field
-    assert torch.equal(PackedQA.concat([val_part, train_part]).batch([0, 2], True).probe, loaded.batch([1, 2], True).probe)
-    without = np.load(tmp_path / "p.npz")  # a pack made before probes: the prior reads the question
-    np.savez_compressed(tmp_path / "old.npz", **{k: without[k] for k in without.files if k not in ("probe", "probe_scale")})
+    joined = PackedQA.concat([val_part, train_part])
+    for field in ("probe", "relation_question"):
+        assert torch.equal(getattr(joined.batch([0, 2], True), field), getattr(loaded.batch([1, 2], True), field)), field
+    without = np.load(tmp_path / "p.npz")  # a pack made before probes and relation questions: the prior reads the question and relation texts
+    np.savez_compressed(tmp_path / "old.npz", **{k: without[k] for k in without.files if k not in ("probe", "probe_scale", "rel_question_vocab", "rel_question_vectors")})
     old = PackedQA.load(tmp_path / "old.npz")
-    assert old.probe is None and old.batch([0]).probe is None
+    assert old.probe is None and old.batch([0]).probe is None and old.batch([0]).relation_question is None
     mixed = PackedQA.concat([old, loaded])  # the old pack's questions stand in for its probes; the new one keeps its own
     assert torch.equal(mixed.batch([0]).probe, old.batch([0]).question) and torch.equal(mixed.batch([4]).probe, loaded.batch([0]).probe)
+    assert mixed.batch([4]).relation_question is None  # relation questions in only some parts: none (the prior reads relation texts for all)
+    np.savez_compressed(tmp_path / "half.npz", **{k: without[k] for k in without.files if k != "rel_question_vectors"})
+    with pytest.raises(ValueError, match="half.npz.*rel_question_vocab and rel_question_vectors"):
+        PackedQA.load(tmp_path / "half.npz")
     (tmp_path / "bad.npz").write_bytes(b"not a pack")
     with pytest.raises(ValueError, match="bad.npz: not a kgfr-pack"):
         PackedQA.load(tmp_path / "bad.npz")

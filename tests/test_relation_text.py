@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.retrieval.relation_text import readable_relation, relation_description
+from kgqa.retrieval.relation_text import readable_relation, relation_description, relation_question
 
 
 @pytest.mark.parametrize("label, words", [
@@ -49,3 +49,15 @@ def test_descriptions_override_and_the_first_checkpoints_style_is_kept():
     assert relation_description("directed_by", True, {"directed_by": "the film's director"}) == "inverse of: the film's director"
     with pytest.raises(ValueError, match="style"):
         relation_description("directed_by", True, style="v9")
+
+
+@pytest.mark.parametrize("label, inverse, asked", [
+    ("/film/film/directed_by", False, "what directed something"),  # (film, directed by, ?) from the film
+    ("/film/film/directed_by", True, "what directed by something"),
+    ("complicates", True, "what complicates something"),  # (?, complicates, X) from X
+    ("complicates", False, "what complicated by something"),
+    ("located_in", False, "what something is located in"),  # the inverse phrasing is already a question
+])
+def test_relation_questions_put_the_answer_where_the_wh_word_stands(label, inverse, asked):
+    assert relation_question(label, inverse) == asked
+    assert relation_question("directed_by", False, {"directed_by⁻¹": "films by this director"}) == "what films by this director something"

@@ -96,6 +96,14 @@ def test_the_prior_reads_the_masked_question_where_the_batch_has_one():
     assert int(torch.argmax(path_match(batch, 0.1)[1:3])) + 1 == 1
 
 
+def test_the_prior_reads_the_relation_questions_where_the_batch_has_them():
+    batch = _batch()
+    assert int(torch.argmax(path_match(batch, 0.1)[1:3])) + 1 == 1  # by relation text: the "film" edge
+    # asked along each row, "film" reads like LANGUAGE and "language" like the question
+    batch.relation_question = torch.tensor([LANGUAGE, OTHER, FILM, OTHER, LANGUAGE, OTHER])
+    assert int(torch.argmax(path_match(batch, 0.1)[1:3])) + 1 == 2
+
+
 def test_unfamiliar_relations_get_their_own_weight():
     """n(q) is the share of the question's relation rows the model never trained on; the fused score
     is c + (1 − n)·β·z(prior_λ) + n·β_novel·z(prior_λ_novel)."""
@@ -133,3 +141,23 @@ def test_a_checkpoint_that_weighs_unfamiliar_relations_needs_its_vocabulary(tmp_
     prior = load_checkpoint(tmp_path, "cpu")[0].text_prior
     assert prior == TextPrior(1.0, 0.1, 16.0, 0.15)
     assert prior.familiar.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]  # unit rows, each once
+
+
+def test_the_prior_tells_which_end_of_a_relation_a_question_asks_for():
+    """X complicates B and A complicates X. By the relation's text, "what complicates X?" reads like the
+    row "complicates" (X → B); asked along each row ("what complicated by something", "what complicates
+    something") it reads like the row from A. A question whose wh-word is the fact's object ("what does X
+    complicate?") still reads like the row from A: the encoder hardly sees word order (text_prior.py)."""
+    import numpy as np
+
+    from kgqa.core.subgraph import Subgraph
+    from kgqa.methods.kgfr.batch import make_batch
+    from kgqa.retrieval.text import TextEncoder
+
+    sg = Subgraph(nodes=["x", "a", "b"], node_labels=["X", "A", "B"], node_hop=np.array([0, 1, 1], np.int8), topics=np.array([0]),
+                  relations=["complicates"], relation_labels=["complicates"], edge_index=np.array([[1, 0], [0, 2]]),
+                  edge_type=np.array([0, 0]), edge_hop=np.array([1, 1], np.int8), hops=1, lam=100)
+    encoder = TextEncoder()
+    for probe, answer in (("what complicates something?", 1), ("what is complicated by something?", 2)):
+        batch = make_batch([sg], encoder.encode([probe]), encoder, probe_vectors=encoder.encode([probe]))
+        assert int(torch.argmax(path_match(batch, 0.1)[1:])) + 1 == answer, probe

@@ -37,6 +37,7 @@ _PAST = {"written": "wrote", "given": "gave", "taken": "took", "spoken": "spoke"
          "shown": "showed", "thrown": "threw", "worn": "wore", "born": "bore", "sworn": "swore", "stolen": "stole", "frozen": "froze"}
 _NOT_VERBS = frozenset("is has was does status series species news means physics genus class address census alias bus gas".split())
 
+TOPIC_MASK = "something"  # what a question's topic mentions are replaced with where only its relation matters
 RELATION_TEXT_STYLES = ("v1", "v2")  # v1: the first checkpoint's ("inverse of: " + words); v2: this module's inverse phrasing
 
 
@@ -133,3 +134,16 @@ def relation_description(label: str, inverse: bool, descriptions: Mapping[str, s
     if not inverse:
         return words
     return f"inverse of: {words}" if style == "v1" or given else inverse_words(words, is_freebase_path(label))
+
+
+def relation_question(label: str, inverse: bool, descriptions: Mapping[str, str] | None = None) -> str:
+    """How a question asks along a relation from its topic, the topic masked: the wh-word stands where
+    the answer is and the fact is read from the answer. (Kismet, directed by, ?) is asked "what directed
+    something"; (?, complicates, X) read from X is asked "what complicates something". Unlike the
+    relation's text it says which end is asked for: "complicated by", the text of that second row,
+    is far from "what complicates X?" (cosine 0.41, against 0.91 for the other direction's "complicates").
+    Always in the v2 phrasing, whatever style the model reads (only the text prior reads this)."""
+    reverse = relation_description(label, not inverse, descriptions, "v2")
+    if reverse.startswith(f"is what {TOPIC_MASK} "):  # "is what something is located in": already a question
+        return reverse[len("is "):]
+    return f"what {reverse} {TOPIC_MASK}"

@@ -9,7 +9,7 @@ import torch
 
 from kgqa.methods.kgfr.model import KGFRBatch
 from kgqa.core.subgraph import Subgraph
-from kgqa.retrieval.relation_text import relation_description
+from kgqa.retrieval.relation_text import relation_description, relation_question
 from kgqa.retrieval.text import TextEncoder
 
 
@@ -42,6 +42,11 @@ def relation_texts(sg: Subgraph, descriptions: Mapping[str, str] | None = None, 
     return [relation_description(sg.relation_labels[t // 2], bool(t % 2), descriptions, style) for t in range(sg.num_relation_types)]
 
 
+def relation_questions(sg: Subgraph, descriptions: Mapping[str, str] | None = None) -> list[str]:
+    """relation_question for each relation type t of the subgraph, in the order of `relation_texts`."""
+    return [relation_question(sg.relation_labels[t // 2], bool(t % 2), descriptions) for t in range(sg.num_relation_types)]
+
+
 def make_batch(
     subgraphs: Sequence[Subgraph],
     question_vectors: np.ndarray,
@@ -57,6 +62,7 @@ def make_batch(
     answer_mask = []
     node_offset = rel_offset = 0
     texts: list[str] = []
+    asked: list[str] = []
     for g, sg in enumerate(subgraphs):
         h, t = sg.edge_index
         # (s, r, o) and (o, r⁻¹, s): the reverse of type t is t ^ 1
@@ -73,10 +79,11 @@ def make_batch(
             gold[list(answers[g])] = True
             answer_mask.append(gold)
         texts += relation_texts(sg, descriptions, style)
+        asked += relation_questions(sg, descriptions)
         rel_graph.append(np.full(sg.num_relation_types, g))
         node_offset += sg.num_nodes
         rel_offset += sg.num_relation_types
-    relation_text = encoder.encode(texts) if texts else np.zeros((0, encoder.dim), np.float32)
+    relation_text, relation_question = (encoder.encode(t) if t else np.zeros((0, encoder.dim), np.float32) for t in (texts, asked))
 
     def cat(parts: list[np.ndarray], dtype) -> torch.Tensor:  # type: ignore[no-untyped-def]
         return torch.from_numpy(np.concatenate(parts).astype(dtype)) if parts else torch.zeros(0, dtype=torch.long)
@@ -92,4 +99,5 @@ def make_batch(
         question=torch.from_numpy(np.asarray(question_vectors, dtype=np.float32)),
         answer_mask=cat(answer_mask, bool) if answers is not None else None,
         probe=torch.from_numpy(np.asarray(probe_vectors, dtype=np.float32)) if probe_vectors is not None else None,
+        relation_question=torch.from_numpy(np.asarray(relation_question, dtype=np.float32)),
     )

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kgqa.retrieval.relation_text import TOPIC_MASK
+
 CALIBRATION_FILE = "calibration.json"
 FORMAT = 2  # calibration.json's layout; files of another layout are ignored with a warning
 log = logging.getLogger(__name__)
@@ -42,7 +44,7 @@ def relation_probe(question: str, topics: Sequence[Mapping]) -> str:
     if not names:
         return question
     pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.IGNORECASE)
-    return pattern.sub("something", question)
+    return pattern.sub(TOPIC_MASK, question)
 
 
 def gold_probe(question: str, topics: Sequence[str]) -> str:

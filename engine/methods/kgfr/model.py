@@ -33,6 +33,7 @@ class KGFRBatch:
     question: Tensor  # (B, d_text) question embeddings
     answer_mask: Tensor | None = None  # (N,) bool: gold answers, for training
     probe: Tensor | None = None  # (B, d_text) the questions with their topic mentions masked: what the text prior reads
+    relation_question: Tensor | None = None  # (T, d_text) how a question asks along each relation row (relation_text.relation_question): what the prior compares the probe with
 
     @property
     def num_nodes(self) -> int:

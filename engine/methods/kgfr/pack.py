@@ -17,13 +17,14 @@ import numpy as np
 import torch
 
 from kgqa.methods.kgfr.model import KGFRBatch
-from kgqa.methods.kgfr.batch import relation_texts
+from kgqa.methods.kgfr.batch import relation_questions, relation_texts
 from kgqa.methods.kgfr.confidence import gold_probe
 from kgqa.methods.kgfr.data import Prepared
 from kgqa.retrieval.text import TextEncoder
 
 FORMAT = "kgfr-pack/2"
-OPTIONAL = ("probe", "probe_scale")  # arrays a pack may lack (made before they existed)
+OPTIONAL = ("probe", "probe_scale", "rel_question_vocab", "rel_question_vectors")  # arrays a pack may lack (made before they existed)
+PAIRED = (("probe", "probe_scale"), ("rel_question_vocab", "rel_question_vectors"))  # a pack has both of each pair or neither
 
 
 def _ptr(lengths: Sequence[int]) -> np.ndarray:
@@ -58,6 +59,8 @@ class PackedQA:
     meta: str = "{}"  # JSON: how the questions were chosen and split (copied into the checkpoint)
     probe: np.ndarray | None = None  # int8 [Q, D]: the questions with their topics masked (the text prior reads them), as `question`
     probe_scale: np.ndarray | None = None  # float32 [Q] (both absent in packs made before probes)
+    rel_question_vocab: np.ndarray | None = None  # int32, parallel to rel_vocab: row of `rel_question_vectors` for each local type
+    rel_question_vectors: np.ndarray | None = None  # float32 [V', D]: relation_text.relation_question (the text prior reads them; both absent in older packs)
 
     def __len__(self) -> int:
         return int(self.qid.shape[0])
@@ -88,7 +91,7 @@ class PackedQA:
 
     def batch(self, indices: Sequence[int], with_answers: bool = False) -> KGFRBatch:
         """The KGFRBatch of questions `indices` (each with a subgraph), both directions of each fact."""
-        heads, tails, types, hops, node_graph, topics, answers, rel_rows, rel_graph = [], [], [], [], [], [], [], [], []
+        heads, tails, types, hops, node_graph, topics, answers, rel_rows, rel_graph, asked_rows = [], [], [], [], [], [], [], [], [], []
         node_offset = rel_offset = 0
         for g, i in enumerate(indices):
             e0, e1 = self.edge_ptr[i], self.edge_ptr[i + 1]
@@ -106,6 +109,8 @@ class PackedQA:
             answers.append(self.answers(i).astype(np.int64) + node_offset)
             rows = self.rel_vocab[self.rel_ptr[i] : self.rel_ptr[i + 1]]
             rel_rows.append(rows)
+            if self.rel_question_vocab is not None:
+                asked_rows.append(self.rel_question_vocab[self.rel_ptr[i] : self.rel_ptr[i + 1]])
             rel_graph.append(np.full(len(rows), g, dtype=np.int64))
             node_offset += n
             rel_offset += len(rows)
@@ -128,6 +133,7 @@ class PackedQA:
             question=torch.from_numpy(self.question_vectors(indices)),
             answer_mask=torch.from_numpy(answer_mask) if answer_mask is not None else None,
             probe=None if probes is None else torch.from_numpy(probes),
+            relation_question=None if self.rel_question_vectors is None else torch.from_numpy(self.rel_question_vectors[np.concatenate(asked_rows)]),
         )
 
     def subset(self, indices: Sequence[int]) -> "PackedQA":
@@ -142,12 +148,14 @@ class PackedQA:
         edges = [np.concatenate([a[self.edge_ptr[i] : self.edge_ptr[i + 1]] for i in idx]) if len(idx) else a[:0]
                  for a in (self.edge_head, self.edge_tail, self.edge_type, self.edge_hop)]
         rel_ptr, rel_vocab = ranges(self.rel_ptr, self.rel_vocab)
+        asked = None if self.rel_question_vocab is None else ranges(self.rel_ptr, self.rel_question_vocab)[1]
         topic_ptr, topic_idx = ranges(self.topic_ptr, self.topic_idx)
         answer_ptr, answer_idx = ranges(self.answer_ptr, self.answer_idx)
         return PackedQA(self.qid[idx], self.hop[idx], self.question[idx], self.question_scale[idx], self.num_nodes[idx], self.answers_in_kb[idx],
                         edge_ptr, *edges, rel_ptr, rel_vocab, self.rel_text, self.rel_text_vectors, topic_ptr, topic_idx, answer_ptr, answer_idx,
                         self.validation[idx], self.meta,
-                        None if self.probe is None else self.probe[idx], None if self.probe_scale is None else self.probe_scale[idx])
+                        None if self.probe is None else self.probe[idx], None if self.probe_scale is None else self.probe_scale[idx],
+                        asked, self.rel_question_vectors)
 
     @property
     def metas(self) -> list[dict]:
@@ -189,6 +197,7 @@ class PackedQA:
         if len(styles) > 1:
             raise ValueError(f"the packs were written in different relation text styles ({sorted(styles)}): make them again with one kgqa version")
         vocab_offsets = np.cumsum([0] + [len(p.rel_text) for p in packs[:-1]])
+        asked_offsets = np.cumsum([0] + [0 if p.rel_question_vectors is None else len(p.rel_question_vectors) for p in packs[:-1]])
 
         def ptrs(name: str) -> np.ndarray:
             parts, total = [np.zeros(1, np.int64)], 0
@@ -213,6 +222,10 @@ class PackedQA:
             **({"probe": np.concatenate([p.question if p.probe is None else p.probe for p in packs]),
                 "probe_scale": np.concatenate([p.question_scale if p.probe_scale is None else p.probe_scale for p in packs])}
                if any(p.probe is not None for p in packs) else {}),
+            # without them in every part the prior reads the relation texts (relation_cosine) for all
+            **({"rel_question_vocab": np.concatenate([p.rel_question_vocab.astype(np.int32) + off for p, off in zip(packs, asked_offsets)]),
+                "rel_question_vectors": cat("rel_question_vectors")}
+               if all(p.rel_question_vocab is not None for p in packs) else {}),
         )
 
     def split(self) -> tuple["PackedQA", "PackedQA"]:
@@ -258,8 +271,9 @@ class PackedQA:
             except unreadable as exc:  # a damaged member of a valid zip
                 raise ValueError(f"{problem}: {exc}") from None
         fields["meta"] = str(fields["meta"])
-        if ("probe" in fields) != ("probe_scale" in fields):
-            raise ValueError(f"{problem}: it has one of probe and probe_scale without the other")
+        for first, second in PAIRED:
+            if (first in fields) != (second in fields):
+                raise ValueError(f"{problem}: it has one of {first} and {second} without the other")
         return cls(**fields)
 
 
@@ -274,12 +288,14 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
     """Pack prepared examples; question and relation texts are embedded here (cached by the encoder).
     The meta records the relation text style and the subgraphs' APP hops besides what `meta` says."""
     vocab: dict[str, int] = {}
-    num_nodes, heads, tails, types, hops, rel_rows, topics, answers = [], [], [], [], [], [], [], []
+    asked_vocab: dict[str, int] = {}
+    num_nodes, heads, tails, types, hops, rel_rows, topics, answers, asked_rows = [], [], [], [], [], [], [], [], []
     for p in items:
         sg = p.subgraph
         if sg is None:
             num_nodes.append(0)
-            for part, dtype in ((heads, np.int32), (tails, np.int32), (types, np.int32), (hops, np.int8), (rel_rows, np.int32), (topics, np.int32), (answers, np.int32)):
+            for part, dtype in ((heads, np.int32), (tails, np.int32), (types, np.int32), (hops, np.int8), (rel_rows, np.int32), (topics, np.int32), (answers, np.int32),
+                                (asked_rows, np.int32)):
                 part.append(np.zeros(0, dtype=dtype))
             continue
         num_nodes.append(sg.num_nodes)
@@ -288,9 +304,10 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         types.append(sg.edge_type.astype(np.int32))
         hops.append(sg.edge_hop.astype(np.int8))
         rel_rows.append(np.array([vocab.setdefault(text, len(vocab)) for text in relation_texts(sg, descriptions, style)], dtype=np.int32))
+        asked_rows.append(np.array([asked_vocab.setdefault(text, len(asked_vocab)) for text in relation_questions(sg, descriptions)], dtype=np.int32))
         topics.append(sg.topics.astype(np.int32))
         answers.append(np.asarray(p.answers, dtype=np.int32))
-    rel_text = list(vocab)
+    rel_text, asked_text = list(vocab), list(asked_vocab)
     recorded = {**json.loads(meta), "relation_text": style}
     retrieved = [p.subgraph.hops for p in items if p.subgraph is not None]
     if retrieved:
@@ -317,4 +334,6 @@ def pack(items: Sequence[Prepared], encoder: TextEncoder, validation: Sequence[b
         answer_idx=np.concatenate(answers) if answers else np.zeros(0, np.int32),
         validation=np.array(validation if validation is not None else [False] * len(items), dtype=bool),
         meta=json.dumps(recorded),
+        rel_question_vocab=np.concatenate(asked_rows) if asked_rows else np.zeros(0, np.int32),
+        rel_question_vectors=encoder.encode(asked_text) if asked_text else np.zeros((0, encoder.dim), np.float32),
     )
