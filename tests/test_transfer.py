@@ -4,6 +4,7 @@ saw — relations are known only by their text, entities only by their role (KGF
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -108,6 +109,36 @@ def test_a_resumed_run_keeps_its_starting_point_unless_an_epoch_beats_it(packs, 
     assert result["history"][0]["val_all"] < result["best_val_hits1"]  # the epoch scored below its starting point
     first, second = load_file(str(tmp_path / "first" / "model.safetensors")), load_file(str(tmp_path / "second" / "model.safetensors"))
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_a_fine_tuned_checkpoint_keeps_its_starting_points_prior_for_unseen_relations(packs, tmp_path):
+    """Training from a checkpoint with a text prior: the weight for relations it never saw is carried
+    over (nothing it trains on can judge it), the one for relations it trained on is chosen again on
+    its validation questions; resuming in place keeps it too. A checkpoint without one gives none."""
+    import json
+
+    from kgqa.methods.kgfr.train import load_checkpoint
+
+    train_part, val_part = packs["people"].split()
+    config = TrainConfig(hops=2, epochs=1, patience=1, batch_size=16, lr=3e-3, residual=True, norm=True, message="product", device="cpu", seed=0)
+    train(train_part, val_part, config, tmp_path / "first", log=lambda line: None)
+    meta = json.loads((tmp_path / "first" / "config.json").read_text())
+    assert "text_prior" not in meta
+    meta["text_prior"] = {"weight": 8.0, "length_penalty": 0.2, "novel_weight": 16.0, "novel_penalty": 0.15, "novel_chosen_on": ["elsewhere"],
+                          "validation_hits1": {"elsewhere": 0.5}}
+    (tmp_path / "first" / "config.json").write_text(json.dumps(meta))
+    for out in (tmp_path / "second", tmp_path / "first"):  # a new folder, then resumed in place
+        lines: list[str] = []
+        train(train_part, val_part, replace(config, init=str(tmp_path / "first")), out, log=lines.append)
+        spec = json.loads((out / "config.json").read_text())["text_prior"]
+        assert (spec["novel_weight"], spec["novel_penalty"], spec["novel_chosen_on"]) == (16.0, 0.15, ["elsewhere"])
+        assert spec["chosen_on"] == ["validation"] and set(spec["validation_hits1"]) == {"validation"}
+        assert any(line.startswith("text prior: weight") for line in lines)
+        prior = load_checkpoint(out, "cpu")[0].text_prior
+        assert (prior.weight, prior.length_penalty, prior.novel_weight) == (spec["weight"], spec["length_penalty"], 16.0)
+    train(train_part, None, replace(config, init=str(tmp_path / "second")), tmp_path / "third", log=lambda line: None)
+    spec = json.loads((tmp_path / "third" / "config.json").read_text())["text_prior"]  # no validation: all of it as it was
+    assert spec["novel_weight"] == 16.0 and spec["inherited_from"] == str(tmp_path / "second")
 
 
 def test_the_text_prior_is_chosen_on_validation_and_reads_an_unseen_kg(packs):

@@ -162,6 +162,7 @@ def train(
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
     device = pick_device(config.device)
+    inherited = inherited_text_prior(Path(config.init)) if config.init else None  # read before a resumed run rewrites its config
     if config.init:
         model, _ = load_checkpoint(Path(config.init), str(device))
         model.text_prior = None  # training and its validation score the model alone; a prior is chosen afterwards
@@ -174,7 +175,7 @@ def train(
     if not usable:
         raise ValueError("no training question has a gold answer in its subgraph")
     history: list[dict] = []
-    best, best_epoch, steps = -1.0, -1, 0
+    best, best_epoch, steps = -float("inf"), -1, 0  # without validation the score is −loss, which may be below −1
     out_dir.mkdir(parents=True, exist_ok=True)
     # the relation texts it will have trained on (with its starting point's): the text prior's "familiar"
     save_vocabulary(out_dir, train_data.trained_relation_vectors(), load_vocabulary(Path(config.init)) if config.init else None)
@@ -228,14 +229,24 @@ def train(
             break
     save_history(out_dir, history)
     margin = None
-    if val_data is not None and len(val_data) and (out_dir / "model.safetensors").exists():
-        best_model, _ = load_checkpoint(out_dir, str(device))
-        margin, f1 = choose_margin(best_model, val_data, device)
+    if (out_dir / "model.safetensors").exists():
         meta = json.loads((out_dir / "config.json").read_text())
-        meta["margin"], meta["margin_val_f1"] = margin, f1
-        meta["validation_metrics"] = evaluate(best_model, val_data, device)
+        if val_data is not None and len(val_data):
+            best_model, _ = load_checkpoint(out_dir, str(device))
+            meta["validation_metrics"] = evaluate(best_model, val_data, device)  # the model alone, as in its history
+            if inherited:
+                chosen, table = choose_text_prior(best_model, {"validation": val_data}, device)
+                inherited.update(weight=chosen.weight, length_penalty=chosen.length_penalty, chosen_on=["validation"], max_loss=PRIOR_MAX_LOSS,
+                                 validation_hits1=table[f"{chosen.weight}/{chosen.length_penalty}"], validation_hits1_without=table["0.0/0.0"])
+                best_model.text_prior = text_prior_of(inherited, out_dir, device)
+                log(f"text prior: weight {chosen.weight}, length penalty {chosen.length_penalty} (validation Hits@1 "
+                    f"{table['0.0/0.0']['validation']:.3f} → {inherited['validation_hits1']['validation']:.3f}); unfamiliar relations as {config.init}")
+            margin, f1 = choose_margin(best_model, val_data, device)
+            meta["margin"], meta["margin_val_f1"] = margin, f1
+            log(f"answer-set margin {margin} (validation F1 {f1:.3f})")
+        if inherited:
+            meta["text_prior"] = inherited
         (out_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
-        log(f"answer-set margin {margin} (validation F1 {f1:.3f})")
     return {"best_val_hits1": best, "best_epoch": best_epoch + 1, "history": history, "margin": margin}
 
 
@@ -315,6 +326,17 @@ def pick_text_prior(table: dict[str, dict[str, float]], max_loss: float = PRIOR_
     settings = {k: tuple(float(x) for x in k.split("/")) for k in allowed}
     best = max(allowed, key=lambda k: (float(np.mean(list(table[k].values()))), -settings[k][0], -settings[k][1]))
     return TextPrior(*settings[best])
+
+
+def inherited_text_prior(init: Path) -> dict | None:
+    """What a checkpoint trained from `init` keeps of init's text prior: all of it, until its own
+    validation chooses the weight for the relations it trained on. The weight for relations it never
+    saw cannot be judged on them (text_prior.py) and stays as init's."""
+    spec = json.loads((init / "config.json").read_text()).get("text_prior")
+    if not spec:
+        return None
+    kept = {k: v for k, v in spec.items() if k in ("weight", "length_penalty") or k.startswith("novel_")}
+    return {**kept, "inherited_from": str(init)}
 
 
 def text_prior_of(spec: dict, checkpoint: Path, device: torch.device | str = "cpu") -> TextPrior:
