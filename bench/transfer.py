@@ -311,7 +311,7 @@ def _novel_grids(work: Path) -> dict[str, dict[str, dict[str, float]]]:
             continue
         pack_file = work / f"{x}.{json.loads((arm_dir / 'config.json').read_text()).get('relation_text', 'v1')}.npz"
         settings = {"weights": list(NOVEL_WEIGHTS), "penalties": list(NOVEL_PENALTIES), "weights_file": (arm_dir / "model.safetensors").stat().st_mtime,
-                    "pack_file": pack_file.stat().st_mtime}
+                    "pack_file": pack_file.stat().st_mtime if pack_file.exists() else None}
         found = json.loads(cached.read_text()) if cached.exists() else {}
         if not isinstance(found, dict) or found.get("settings") != settings:  # none yet, another grid or layout, the arm retrained or the pack rebuilt
             model, config = load_checkpoint(arm_dir, "auto")

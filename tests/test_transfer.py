@@ -117,7 +117,7 @@ def test_a_fine_tuned_checkpoint_keeps_its_starting_points_prior_for_unseen_rela
     its validation questions; resuming in place keeps it too. A checkpoint without one gives none."""
     import json
 
-    from kgqa.methods.kgfr.train import load_checkpoint
+    from kgqa.methods.kgfr.train import MARGINS, load_checkpoint
 
     train_part, val_part = packs["people"].split()
     config = TrainConfig(hops=2, epochs=1, patience=1, batch_size=16, lr=3e-3, residual=True, norm=True, message="product", device="cpu", seed=0)
@@ -127,15 +127,22 @@ def test_a_fine_tuned_checkpoint_keeps_its_starting_points_prior_for_unseen_rela
     meta["text_prior"] = {"weight": 8.0, "length_penalty": 0.2, "novel_weight": 16.0, "novel_penalty": 0.15, "novel_chosen_on": ["elsewhere"],
                           "validation_hits1": {"elsewhere": 0.5}}
     (tmp_path / "first" / "config.json").write_text(json.dumps(meta))
-    for out in (tmp_path / "second", tmp_path / "first"):  # a new folder, then resumed in place
+    model = load_checkpoint(tmp_path / "first", "cpu")[0]
+    model.text_prior = None
+    alone = evaluate(model, val_part, "cpu")
+    # a new folder, then resumed in place with a learning rate no epoch survives (the weights stay as they were)
+    for out, lr in ((tmp_path / "second", config.lr), (tmp_path / "first", 50.0)):
         lines: list[str] = []
-        train(train_part, val_part, replace(config, init=str(tmp_path / "first")), out, log=lines.append)
-        spec = json.loads((out / "config.json").read_text())["text_prior"]
+        train(train_part, val_part, replace(config, init=str(tmp_path / "first"), lr=lr, lr_decay=1.0), out, log=lines.append)
+        meta = json.loads((out / "config.json").read_text())
+        spec = meta["text_prior"]
         assert (spec["novel_weight"], spec["novel_penalty"], spec["novel_chosen_on"]) == (16.0, 0.15, ["elsewhere"])
         assert spec["chosen_on"] == ["validation"] and set(spec["validation_hits1"]) == {"validation"}
         assert any(line.startswith("text prior: weight") for line in lines)
+        assert meta["margin"] in MARGINS and meta["without_prior"]["margin"] in MARGINS  # with the prior, and the model's alone
         prior = load_checkpoint(out, "cpu")[0].text_prior
         assert (prior.weight, prior.length_penalty, prior.novel_weight) == (spec["weight"], spec["length_penalty"], 16.0)
+    assert meta["validation_metrics"] == alone  # the model alone, though its old config carried a prior
     train(train_part, None, replace(config, init=str(tmp_path / "second")), tmp_path / "third", log=lambda line: None)
     spec = json.loads((tmp_path / "third" / "config.json").read_text())["text_prior"]  # no validation: all of it as it was
     assert spec["novel_weight"] == 16.0 and spec["inherited_from"] == str(tmp_path / "second")

@@ -146,4 +146,6 @@ def relation_question(label: str, inverse: bool, descriptions: Mapping[str, str]
     reverse = relation_description(label, not inverse, descriptions, "v2")
     if reverse.startswith(f"is what {TOPIC_MASK} "):  # "is what something is located in": already a question
         return reverse[len("is "):]
+    if reverse.startswith("inverse of: "):  # a description given for one direction only: read the fact from the topic
+        return f"{TOPIC_MASK} {relation_description(label, inverse, descriptions, 'v2')} what"
     return f"what {reverse} {TOPIC_MASK}"

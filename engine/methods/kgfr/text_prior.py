@@ -35,8 +35,10 @@ Three refinements, each measured on the leave-one-KG-out arms (bench/transfer.py
   the answer: "what directed something" for (film, directed by, ?), "what complicates something" for
   (?, complicates, X). u_r says which relation, not which end: "what complicates X?" is cos 0.91 from
   "complicates" (X's outgoing edge) and 0.41 from "complicated by" (the edge it asks along).
-  Same weights and settings, left-out KG Hits@1: UMLS 0.355 → 0.475, Countries 0.658 → 0.742,
-  FB15k-237 0.618 → 0.627, MetaQA in free words 0.657 → 0.660. The encoder hardly sees word order,
+  Left-out KG Hits@1, each arm with the prior settings chosen for relation texts: UMLS 0.355 → 0.475,
+  Countries 0.658 → 0.742, FB15k-237 0.618 → 0.627, MetaQA in free words 0.657 → 0.660; with settings
+  chosen again for relation questions (bench/transfer.py prior): 0.450, 0.742, 0.647, 0.657. The
+  encoder hardly sees word order,
   so a question whose wh-word is the fact's object ("what does X complicate?") reads like the
   other end still. Packs and batches without relation questions (older packs) read u_r.
 """

@@ -231,17 +231,23 @@ def train(
     margin = None
     if (out_dir / "model.safetensors").exists():
         meta = json.loads((out_dir / "config.json").read_text())
+        meta.pop("without_prior", None)
         if val_data is not None and len(val_data):
             best_model, _ = load_checkpoint(out_dir, str(device))
+            best_model.text_prior = None  # a run resumed in place that no epoch beat still has its old config, prior and all
             meta["validation_metrics"] = evaluate(best_model, val_data, device)  # the model alone, as in its history
+            margin, f1 = choose_margin(best_model, val_data, device)
             if inherited:
+                if val_data.rel_question_vectors is None:
+                    log("the validation pack was made before relation questions: the text prior's weight is chosen on relation texts (make the pack again)")
                 chosen, table = choose_text_prior(best_model, {"validation": val_data}, device)
                 inherited.update(weight=chosen.weight, length_penalty=chosen.length_penalty, chosen_on=["validation"], max_loss=PRIOR_MAX_LOSS,
                                  validation_hits1=table[f"{chosen.weight}/{chosen.length_penalty}"], validation_hits1_without=table["0.0/0.0"])
                 best_model.text_prior = text_prior_of(inherited, out_dir, device)
                 log(f"text prior: weight {chosen.weight}, length penalty {chosen.length_penalty} (validation Hits@1 "
                     f"{table['0.0/0.0']['validation']:.3f} → {inherited['validation_hits1']['validation']:.3f}); unfamiliar relations as {config.init}")
-            margin, f1 = choose_margin(best_model, val_data, device)
+                meta["without_prior"] = {"margin": margin, "margin_val_f1": f1}  # the model alone's (bench/transfer.py prior falls back to it)
+                margin, f1 = choose_margin(best_model, val_data, device)
             meta["margin"], meta["margin_val_f1"] = margin, f1
             log(f"answer-set margin {margin} (validation F1 {f1:.3f})")
         if inherited:
