@@ -38,8 +38,9 @@ model's config.json: its weight for relations the model trained on on the valida
 KGs it trained on (never its left-out one), its weight for relations it never saw on the arms'
 left-out KGs (never its own); `run` and `score` then score the models with it. Run `prior` on the
 arms after `arm`/`run` has trained them, then `run` again for the table with priors. Packs made
-before the prior read masked questions have no probe vectors: `build` again (the cache keeps it
-quick) or the prior reads the questions as asked.
+before the prior read masked questions have no probe vectors, and packs made before it read relation
+questions have none of those: `build` again (the cache keeps it quick), or the prior reads the
+questions as asked and the relation texts.
 """
 
 from __future__ import annotations
