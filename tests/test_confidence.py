@@ -72,6 +72,22 @@ def test_a_calibration_survives_its_file_and_serves_only_the_weights_it_was_fitt
     (tmp_path / "model.safetensors").write_bytes(b"weights two")  # retrained: the calibration no longer fits
     assert Calibration.load(tmp_path) is None and "other weights" in caplog.text and "kgqa calibrate" in caplog.text
     (tmp_path / "model.safetensors").write_bytes(b"weights one")
+    assert Calibration.load(tmp_path) == calibration
+    config = {"margin": 3.0, "text_prior": {"weight": 1.0, "length_penalty": 0.1, "chosen_on": ["a"]}}
+    (tmp_path / "config.json").write_text(json.dumps(config))  # same weights, scored with a prior: other scores
+    assert Calibration.load(tmp_path) is None
+    calibration = fit(features, correct, answerable, checkpoint=tmp_path)
+    calibration.save(tmp_path)
+    config["text_prior"]["chosen_on"] = ["a", "b"]  # where it was chosen does not change a score
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert Calibration.load(tmp_path) == calibration
+    for changed in ({**config, "margin": 5.0}, {**config, "text_prior": {**config["text_prior"], "weight": 2.0}}):
+        (tmp_path / "config.json").write_text(json.dumps(changed))
+        assert Calibration.load(tmp_path) is None, changed
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "relation_vocab.npy").write_bytes(b"other relations")  # another vocabulary: other novelty, other scores
+    assert Calibration.load(tmp_path) is None
+    (tmp_path / "relation_vocab.npy").unlink()
     data = json.loads((tmp_path / "calibration.json").read_text())
     for broken in ({**data, "answerable": {**data["answerable"], "features": ["shoe_size", *data["answerable"]["features"][1:]]}},
                    {**data, "threshold": float("nan")}, {**data, "format": 1}, {"threshold": 0.5}):

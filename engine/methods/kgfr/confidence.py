@@ -8,8 +8,9 @@ answerability (does the KG hold an answer?). The threshold on answerability is c
 answerable validation questions so that a given share of them (97 % by default) is still answered;
 below it the answer is declined.
 
-A checkpoint carries its calibration in `calibration.json`, tied to its weights by a hash; one
-without it (or after `kgqa train` changed the weights) reports no confidence and never declines.
+A checkpoint carries its calibration in `calibration.json`, tied by a hash to its weights and to its
+scoring settings (`model_digest`); one without it (or after `kgqa train` changed the weights, or a
+prior or margin was chosen again) reports no confidence and never declines.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kgqa.methods.kgfr.text_prior import VOCABULARY_FILE
 from kgqa.retrieval.relation_text import TOPIC_MASK
 
 CALIBRATION_FILE = "calibration.json"
@@ -176,7 +178,7 @@ class Calibration:
             if not 0.0 <= calibration.threshold <= 1.0:
                 raise ValueError(f"threshold {calibration.threshold} is not in [0, 1]")
             if calibration.weights_digest != model_digest(checkpoint):
-                raise ValueError("it was fitted for other weights")
+                raise ValueError("it was fitted for other weights, or another text prior or margin")
         except (KeyError, TypeError, ValueError) as exc:  # json's decode error is a ValueError
             log.warning("%s ignored (%s): nothing is declined; run kgqa calibrate for this checkpoint", path, exc)
             return None
@@ -184,9 +186,21 @@ class Calibration:
 
 
 def model_digest(checkpoint: Path) -> str:
-    """A short hash of the checkpoint's weights file, which ties a calibration to them."""
-    weights = Path(checkpoint) / "model.safetensors"
-    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.exists() else ""
+    """A short hash of what the checkpoint's scores depend on, which ties a calibration to them: its
+    weights file, its relation vocabulary, and the text prior's weights and the answer-set margin in
+    its config.json (a prior chosen again changes the scores the confidence model reads)."""
+    checkpoint = Path(checkpoint)
+    weights = checkpoint / "model.safetensors"
+    if not weights.exists():
+        return ""
+    digest = hashlib.sha256(weights.read_bytes())
+    if (checkpoint / VOCABULARY_FILE).exists():
+        digest.update((checkpoint / VOCABULARY_FILE).read_bytes())
+    config = json.loads((checkpoint / "config.json").read_text()) if (checkpoint / "config.json").exists() else {}
+    prior = config.get("text_prior") or {}
+    scoring = {"margin": config.get("margin"), **{k: prior.get(k) for k in ("weight", "length_penalty", "novel_weight", "novel_penalty")}}
+    digest.update(json.dumps(scoring, sort_keys=True).encode())
+    return digest.hexdigest()[:16]
 
 
 def fit(features: Sequence[Mapping[str, float]], correct: Sequence[bool], answerable: Sequence[bool],
