@@ -60,5 +60,8 @@ def test_descriptions_override_and_the_first_checkpoints_style_is_kept():
 ])
 def test_relation_questions_put_the_answer_where_the_wh_word_stands(label, inverse, asked):
     assert relation_question(label, inverse) == asked
+
+
+def test_relation_questions_follow_given_descriptions():
     assert relation_question("directed_by", False, {"directed_by⁻¹": "films by this director"}) == "what films by this director something"
     assert relation_question("directed_by", False, {"directed_by": "the film's director"}) == "something the film's director what"  # no "inverse of: …"

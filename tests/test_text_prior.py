@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kgqa.methods.kgfr.model import KGFR, KGFRBatch
-from kgqa.methods.kgfr.text_prior import TextPrior, path_match, standardise
+from kgqa.methods.kgfr.text_prior import TextPrior, novelty, path_match, standardise
 from kgqa.methods.kgfr.train import load_checkpoint, pick_text_prior
 
 FILM, LANGUAGE, OTHER = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]
@@ -111,19 +111,19 @@ def test_unfamiliar_relations_get_their_own_weight():
     scores = torch.tensor([0.0, 0.0, 3.0, 0.0])  # the model prefers node 2 ("language")
     seen_all = torch.tensor([FILM, LANGUAGE, OTHER])
     familiar = TextPrior(0.5, 0.1, novel_weight=20.0, novel_penalty=0.0, familiar=seen_all)
-    assert familiar.novelty(batch).tolist() == [0.0]
+    assert novelty(batch, familiar.familiar).tolist() == [0.0]
     assert torch.allclose(familiar.fuse(scores, batch), TextPrior(0.5, 0.1).fuse(scores, batch))
     assert int(torch.argmax(familiar.fuse(scores, batch)[1:])) + 1 == 2  # β small: the model's choice stands
     never = TextPrior(0.5, 0.1, novel_weight=20.0, novel_penalty=0.0, familiar=torch.tensor([[0.6, 0.64, 0.48]]))  # near no row (cos < 0.8)
-    assert never.novelty(batch).tolist() == [1.0]
+    assert novelty(batch, never.familiar).tolist() == [1.0]
     assert torch.allclose(never.fuse(scores, batch), TextPrior(20.0, 0.0).fuse(scores, batch))
     assert int(torch.argmax(never.fuse(scores, batch)[1:])) + 1 in (1, 3)  # the prior overturns it
     some = TextPrior(0.5, 0.1, novel_weight=20.0, novel_penalty=0.0, familiar=torch.tensor([FILM, OTHER]))
-    n = some.novelty(batch)
+    n = novelty(batch, some.familiar)
     assert n.tolist() == [pytest.approx(1 / 6)]  # "language" is one of the six relation rows
     expected = scores + (1 - n) * 0.5 * standardise(path_match(batch, 0.1), batch) + n * 20.0 * standardise(path_match(batch, 0.0), batch)
     assert torch.allclose(some.fuse(scores, batch), expected)
-    assert TextPrior(0.5, 0.1, novel_weight=20.0).novelty(batch).tolist() == [0.0]  # no vocabulary: every relation counts as seen
+    assert novelty(batch, None).tolist() == [0.0]  # no vocabulary: every relation counts as seen
 
 
 def test_a_checkpoint_that_weighs_unfamiliar_relations_needs_its_vocabulary(tmp_path):

@@ -108,7 +108,7 @@ def inverse_words(words: str, freebase: bool = False) -> str:
         if tokens[0] in PREPOSITIONS:  # "in language" → "language of"
             return " ".join(tokens[1:-1] or tokens[1:]) + " of"
         copula = "is " if tokens[0] != "is" and tokens[0].endswith(("ed", "en")) else ""
-        return f"is what something {copula}{words}"
+        return f"is what {TOPIC_MASK} {copula}{words}"
     if tokens[0] in PREPOSITIONS and len(tokens) > 1:
         return " ".join(tokens[1:]) + " of"
     return words + " of"

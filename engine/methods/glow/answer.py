@@ -27,12 +27,12 @@ from kgqa.methods.glow.llm_link import CALLS as LINK_CALLS, Understood, pick_pat
 from kgqa.methods.glow.patterns import Pattern
 from kgqa.methods.glow.train import FORMAT
 from kgqa.methods.linking_step import link_into
+from kgqa.retrieval.relation_text import TOPIC_MASK
 from kgqa.retrieval.text import TextEncoder
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 VARIANTS = ("gn", "g", "n", "l", "llm-only")
 PROMPTS = {"gn": "glow_gn", "g": "glow_g", "n": "glow_n", "l": "glow_l", "llm-only": "glow_llm_only"}
-MASK = "something"
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class GLOWAnswerer:
         self.checkpoint = GLOWCheckpoint(checkpoint)
         self.encoder = encoder or TextEncoder()
         self.settings, self.llm = GLOWSettings(), None
-        phrasings = [(i, p.replace("{entity}", MASK)) for i, pattern in enumerate(self.checkpoint.patterns) for p in pattern.phrasings]
+        phrasings = [(i, p.replace("{entity}", TOPIC_MASK)) for i, pattern in enumerate(self.checkpoint.patterns) for p in pattern.phrasings]
         self._phrasing_owner = [i for i, _ in phrasings]
         self._phrasing_vectors = self.encoder.encode([text for _, text in phrasings])
 
@@ -108,7 +108,7 @@ class GLOWAnswerer:
 
     def pick_pattern(self, question: str, topic_label: str) -> tuple[Pattern, float]:
         """The pattern whose phrasings read most like the question with its entity masked."""
-        masked = question.replace(topic_label, MASK) if topic_label else question
+        masked = question.replace(topic_label, TOPIC_MASK) if topic_label else question
         vector = self.encoder.encode([masked])[0]
         similarity = self._phrasing_vectors @ vector
         best = int(np.argmax(similarity))

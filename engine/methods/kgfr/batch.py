@@ -55,9 +55,11 @@ def make_batch(
     descriptions: dict[str, str] | None = None,
     style: str = "v2",
     probe_vectors: np.ndarray | None = None,
+    with_relation_questions: bool = True,
 ) -> KGFRBatch:
     """`probe_vectors`: the questions with their topics masked, for the text prior (default: none, the
-    prior reads the questions)."""
+    prior reads the questions); `with_relation_questions`: encode what the prior compares them with
+    (off for a model without a prior)."""
     heads, tails, types, hops, node_graph, topic_mask, rel_graph = [], [], [], [], [], [], []
     answer_mask = []
     node_offset = rel_offset = 0
@@ -79,11 +81,13 @@ def make_batch(
             gold[list(answers[g])] = True
             answer_mask.append(gold)
         texts += relation_texts(sg, descriptions, style)
-        asked += relation_questions(sg, descriptions)
+        if with_relation_questions:
+            asked += relation_questions(sg, descriptions)
         rel_graph.append(np.full(sg.num_relation_types, g))
         node_offset += sg.num_nodes
         rel_offset += sg.num_relation_types
-    relation_text, relation_question = (encoder.encode(t) if t else np.zeros((0, encoder.dim), np.float32) for t in (texts, asked))
+    relation_text = encoder.encode(texts) if texts else np.zeros((0, encoder.dim), np.float32)
+    relation_question = (encoder.encode(asked) if asked else np.zeros((0, encoder.dim), np.float32)) if with_relation_questions else None
 
     def cat(parts: list[np.ndarray], dtype) -> torch.Tensor:  # type: ignore[no-untyped-def]
         return torch.from_numpy(np.concatenate(parts).astype(dtype)) if parts else torch.zeros(0, dtype=torch.long)
@@ -99,5 +103,5 @@ def make_batch(
         question=torch.from_numpy(np.asarray(question_vectors, dtype=np.float32)),
         answer_mask=cat(answer_mask, bool) if answers is not None else None,
         probe=torch.from_numpy(np.asarray(probe_vectors, dtype=np.float32)) if probe_vectors is not None else None,
-        relation_question=torch.from_numpy(np.asarray(relation_question, dtype=np.float32)),
+        relation_question=None if relation_question is None else torch.from_numpy(np.asarray(relation_question, dtype=np.float32)),
     )

@@ -189,7 +189,8 @@ class KGFRScorer:
 
     def _model_call(self, graphs: list[Subgraph], vectors: np.ndarray, probes: np.ndarray, descriptions: dict[str, str] | None,
                     shared: int) -> list[Scored]:
-        batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions, style=self.relation_text, probe_vectors=probes).to(self.device)
+        batch = make_batch(graphs, vectors, self.encoder, descriptions=descriptions, style=self.relation_text, probe_vectors=probes,
+                           with_relation_questions=self.model.text_prior is not None).to(self.device)
         scores, attention = self.model(batch, keep_attention=True)
         scores = scores.masked_fill(batch.topic_mask, float("-inf")).cpu()
         alpha_max = torch.zeros(batch.edge_index.shape[1])

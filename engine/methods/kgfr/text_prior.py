@@ -38,9 +38,9 @@ Three refinements, each measured on the leave-one-KG-out arms (bench/transfer.py
   Left-out KG Hits@1, each arm with the prior settings chosen for relation texts: UMLS 0.355 → 0.475,
   Countries 0.658 → 0.742, FB15k-237 0.618 → 0.627, MetaQA in free words 0.657 → 0.660; with settings
   chosen again for relation questions (bench/transfer.py prior): 0.450, 0.742, 0.647, 0.657. The
-  encoder hardly sees word order,
-  so a question whose wh-word is the fact's object ("what does X complicate?") reads like the
-  other end still. Packs and batches without relation questions (older packs) read u_r.
+  encoder hardly sees word order, so a question whose wh-word is the fact's object ("what does X
+  complicate?") reads like the other end still. Packs and batches without relation questions (older
+  packs) read u_r.
 """
 
 from __future__ import annotations
@@ -87,9 +87,6 @@ class TextPrior:
             novel_penalty = self.length_penalty if self.novel_penalty is None else self.novel_penalty
             fused = fused + (novel_weight * shares)[graph] * standardise(path_match(batch, novel_penalty), batch)
         return fused
-
-    def novelty(self, batch: KGFRBatch) -> Tensor:
-        return novelty(batch, self.familiar)
 
 
 def novelty(batch: KGFRBatch, familiar: Tensor | None) -> Tensor:
