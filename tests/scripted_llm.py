@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kgqa.llm.protocol import Completion, LLMError, ThreadedAsync, cut_at_stop, strip_reasoning
+from kgqa.llm.protocol import Completion, Likelihoods, LLMError, ThreadedAsync, cut_at_stop, strip_reasoning
 
 
 class ScriptedLLM(ThreadedAsync):
@@ -35,3 +35,19 @@ class ScriptedLLM(ThreadedAsync):
             raise LLMError("scripted provider failure")
         return Completion(strip_reasoning(cut_at_stop(text, stop)), len(prompt.split()), len(text.split()), 0.001,
                           provider=self.provider, model=self.model)
+
+
+class ScriptedScorer(ScriptedLLM):
+    """A scripted model that can score text: `score(prompt, continuation)` gives each continuation's
+    log-likelihood, as a local transformers model's `continuation_logprobs` would."""
+
+    scores_continuations = True
+
+    def __init__(self, score: Callable[[str, str], float]):
+        super().__init__([])
+        self.score = score
+        self.scored: list[tuple[str, list[str]]] = []
+
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str]) -> Likelihoods:
+        self.scored.append((prompt, list(continuations)))
+        return Likelihoods([self.score(prompt, c) for c in continuations], len(prompt.split()), 0.001)

@@ -10,6 +10,7 @@ import torch
 
 from kgqa import retrieve
 from kgqa.core.subgraph import Subgraph
+from kgqa.llm.local import TransformersLLM
 from kgqa.loaders import load_file
 from kgqa.methods.grasp.answer import GraspAnswerer, GraspSettings, parse_decision
 from kgqa.methods.grasp.data import Example, focus_input
@@ -22,7 +23,7 @@ from kgqa.retrieval.entity_vectors import EntityVectors
 from kgqa.retrieval.text import TextEncoder
 from kgqa.sparql.embedded import EmbeddedWriter
 from conftest import store_from_lines
-from scripted_llm import ScriptedLLM
+from scripted_llm import ScriptedLLM, ScriptedScorer
 
 TOY = [
     "Film One|starred_actors|Alice", "Film Two|starred_actors|Alice", "Film One|directed_by|Dana",
@@ -166,6 +167,44 @@ def test_an_entity_decision_retrieves_around_it_and_the_round_bound_holds(toy, e
     purposes = [c.purpose for c in capped.trace.llm_calls]
     assert purposes == ["grasp.select.r1", "grasp.answer.r1", "grasp.select.r2", "grasp.answer.r2"]
     assert "last round" in stubborn.prompts[-1] and "last round" not in stubborn.prompts[0]
+
+
+def test_gemma_as_the_answer_llm_scores_the_replies_the_evidence_allows(toy, encoder, selector, checkpoint, gemma_weights):
+    store, _ = toy
+    gemma = TransformersLLM(loaded=gemma_weights)
+    answerer = GraspAnswerer(store, checkpoint, encoder, selector=selector)
+    result = answerer.with_options(GraspSettings(hops=2, rounds=1), gemma).answer("who directed the films Alice starred in", ["Alice"])
+    decision = result.trace.subgraph["rounds"][0]["decision"]
+    assert decision["how"] == "likelihood" and [c.purpose for c in result.trace.llm_calls] == ["grasp.select.r1", "grasp.answer.r1"]
+    best = [b["logprob"] for b in decision["best"]]
+    assert best == sorted(best, reverse=True) and all(b["reply"].startswith("ANSWER: ") for b in decision["best"])  # last round: no ENTITY
+    assert result.answers and result.text == f"ANSWER: {result.answers[0].label}" and result.trace.fallback is None
+    assert all(a.label in result.evidence.outline and a.label != "Alice" for a in result.answers)
+    written = answerer.with_options(GraspSettings(hops=2, rounds=1, choose="generate"), gemma).answer(
+        "who directed the films Alice starred in", ["Alice"])
+    assert "how" not in written.trace.subgraph["rounds"][0]["decision"] and written.trace.llm_calls[1].completion_tokens > 0
+
+
+def test_a_scored_entity_reply_moves_retrieval_and_answers_near_the_best_one_join_it(toy, encoder, selector, checkpoint):
+    store, _ = toy
+
+    def score(prompt: str, reply: str) -> float:
+        if prompt.count("Selected:") == 1:  # round 1: explore whichever entity may be explored
+            return 0.0 if reply.startswith(" ENTITY: ") else -1.0
+        answers = [c for c in scorer.scored[-1][1] if c.startswith(" ANSWER: ")]
+        return {answers[0]: -1.0, answers[1]: -2.0}.get(reply, -9.0)  # the second is 2.7× less likely: it joins
+
+    scorer = ScriptedScorer(score)
+    answerer = GraspAnswerer(store, checkpoint, encoder, selector=selector).with_options(GraspSettings(hops=1, rounds=2), scorer)
+    result = answerer.answer("what did the director of Film One write", ["Film One"])
+    rounds = result.trace.subgraph["rounds"]
+    assert len(rounds) == 2 and rounds[0]["decision"]["kind"] == "entity"
+    [explored] = store.resolve([rounds[0]["decision"]["text"]])[rounds[0]["decision"]["text"]]
+    assert rounds[1]["around"] == [explored.entity.iri]
+    offered = [c.removeprefix(" ANSWER: ") for c in scorer.scored[1][1] if c.startswith(" ANSWER: ")]
+    assert [a.label for a in result.answers] == offered[:2] and "Film One" not in offered
+    assert not any(c.startswith(" ENTITY: ") for c in scorer.scored[1][1])  # the last round must answer
+    assert [c.purpose for c in result.trace.llm_calls] == ["grasp.select.r1", "grasp.answer.r1", "grasp.select.r2", "grasp.answer.r2"]
 
 
 def test_without_an_answer_llm_the_answer_is_the_farthest_selected_entities(toy, encoder, selector, checkpoint):

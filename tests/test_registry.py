@@ -39,7 +39,7 @@ def test_each_method_declares_typed_checked_options_and_a_bound():
     assert REGISTRY.get("kgfr").call_bound(REGISTRY.get("kgfr").make_options(), 1, False) == 0
 
 
-def test_two_methods_cannot_spell_one_option_two_ways():
+def test_two_methods_cannot_spell_one_option_two_ways_and_share_one_with_both_helps():
     @dataclass(frozen=True)
     class A:
         lam: int = option(100, "a")
@@ -51,6 +51,13 @@ def test_two_methods_cannot_spell_one_option_two_ways():
     make = lambda name, opts: Method(name, "", opts, "no", lambda *a: 0, "0", lambda c, o: None)  # noqa: E731
     with pytest.raises(ValueError, match="option 'lam' of 'b' differs"):
         Registry([make("a", A), make("b", B)])
+
+    @dataclass(frozen=True)
+    class C:
+        lam: int = option(100, "c")
+
+    spec, users = Registry([make("a", A), make("c", C)]).all_options()["lam"]
+    assert users == ["a", "c"] and spec.help == "a c"  # one flag; its help says what it does in each method
 
 
 TOY = r"""

@@ -194,7 +194,7 @@ class Registry:
 
     def all_options(self) -> dict[str, tuple[OptionSpec, list[str]]]:
         """Every option name once, with the methods that take it (one CLI flag, one schema field each).
-        Two methods may share an option only with the same type and flags."""
+        Two methods may share an option only with the same type and flags; its help is each one's, in turn."""
         merged: dict[str, tuple[OptionSpec, list[str]]] = {}
         for method in self:
             for spec in method.option_specs():
@@ -203,6 +203,8 @@ class Registry:
                     if (first.type, first.flags) != (spec.type, spec.flags):
                         raise ValueError(f"option {spec.name!r} of {method.name!r} differs in type or flags from {users[0]!r}'s")
                     users.append(method.name)
+                    if spec.help not in first.help:
+                        merged[spec.name] = (dataclasses.replace(first, help=f"{first.help} {spec.help}"), users)
                 else:
                     merged[spec.name] = (spec, [method.name])
         return merged

@@ -21,7 +21,7 @@ from kgqa.core.namespace import KGNamespace
 from kgqa.core.store import GraphStore
 from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
-from kgqa.methods.glow.choose import Choice, choose
+from kgqa.llm.choice import Choice, choose
 from kgqa.methods.glow.context import Fact, context_facts, stored_answers
 from kgqa.methods.glow.llm_link import CALLS as LINK_CALLS, Understood, pick_pattern, understand
 from kgqa.methods.glow.patterns import Pattern

@@ -20,6 +20,9 @@ class GraspOptions:
     selector_input: str = option("soft", "GraSP: what the selector reads besides the question and candidate names: soft (the GNN's "
                                  "soft tokens), none (the no-soft-prompt ablation) or triples (the subgraph's facts as text)",
                                  choices=("soft", "none", "triples"))
+    choose: str = option("likelihood", "GraSP with an LLM: how the answer LLM's reply is read: likelihood (every \"ANSWER: name\" "
+                         "and \"ENTITY: name\" the evidence allows scored after the prompt, where the model can score text; else "
+                         "generate) or generate (it writes its reply)", choices=("likelihood", "generate"))
 
 
 def build(context: MethodContext, options: GraspOptions) -> Runner:
@@ -27,7 +30,7 @@ def build(context: MethodContext, options: GraspOptions) -> Runner:
 
     checkpoint = checkpoint_for(context.checkpoint)
     shared = context.shared(("grasp", str(checkpoint)), lambda: GraspAnswerer(context.store, checkpoint))
-    settings = GraspSettings(options.hops or shared.settings.hops, options.per_hop, options.rounds, options.selector_input)
+    settings = GraspSettings(options.hops or shared.settings.hops, options.per_hop, options.rounds, options.selector_input, options.choose)
     return shared.with_options(settings, context.llm).answer
 
 

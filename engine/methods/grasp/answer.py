@@ -3,14 +3,17 @@ selector names entities → the answer LLM answers, or names an entity to retrie
 
 Each round retrieves around its topics, and the evidence (the selected entities and their facts)
 builds up across rounds. An ENTITY decision moves the topic to the named entity; at most `rounds`
-rounds, the last told to answer. Without an answer LLM the answer is the selected entities farthest
-from the topics (one round). Every selector call (soft tokens counted) and every answer call is in
+rounds, the last told to answer. An answer LLM that can score text (the in-process Gemma) is not
+asked to write its reply: the replies it may give are scored after the prompt (a 270M model writes
+them poorly). Without an answer LLM the answer is the selected entities
+farthest from the topics (one round). Every selector call (soft tokens counted) and every answer call is in
 the trace.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import re
 import threading
 import time
@@ -24,6 +27,7 @@ from kgqa.core.control import check
 from kgqa.core.events import EvidenceReady, Retrieved, emit
 from kgqa.core.labels import normalise_label
 from kgqa.core.store import GraphStore
+from kgqa.llm.choice import can_score, choose
 from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
 from kgqa.methods.grasp.data import GraphInput, focus_input
@@ -40,6 +44,7 @@ from kgqa.retrieval.text import TextEncoder
 BUNDLED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "grasp-metaqa"
 FACTS_PER_ROUND = 20  # facts of the selected entities shown to the answer LLM per round
 FACTS_AS_TEXT = 60  # the "triples as text" input: at most this many facts (the authors' cap)
+ANSWER_MARGIN = math.log(10)  # scored answers at most 10× less likely than the best one join it
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class GraspSettings:
     per_hop: int = 12  # entities kept per hop (eq. 1)
     rounds: int = 3  # selector + answer rounds (eq. 8)
     selector_input: str = "soft"  # soft | none (the "no soft prompt" ablation) | triples (the facts as text)
+    choose: str = "likelihood"  # likelihood (an LLM that scores text ranks the replies it may give) | generate
 
 
 @dataclass
@@ -111,6 +117,7 @@ class GraspAnswerer:
         session = LLMSession(self.llm, max_calls=self.settings.rounds) if self.llm is not None else None
         around, rounds, lines = list(linking.iris), [], []
         candidates: dict[str, dict] = {}
+        offered: dict[str, AnswerItem] = {}  # what a scored reply may answer: the entities selected in any round (Ê)
         for number in range(1, self.settings.rounds + 1):
             check("retrieval")
             mark = time.perf_counter()
@@ -127,19 +134,30 @@ class GraspAnswerer:
                 candidates.setdefault(sg.nodes[int(fg.nodes[i])], {"label": graph.names[i], "iri": sg.nodes[int(fg.nodes[i])],
                                                                    "score": round(1.0 / (rank + 1), 4), "round": number, "hop": int(graph.hop[i])})
             picked = set(chosen)
-            shown = [graph.facts[k] for k, (h, t) in enumerate(graph.edge_index.T.tolist()) if h in picked or t in picked]
-            lines += [f"Selected: {'; '.join(graph.names[i] for i in chosen) or '(none)'}", *shown[:FACTS_PER_ROUND]]
-            result.evidence.facts += [f for f in shown[:FACTS_PER_ROUND] if f not in result.evidence.facts]
+            edges = graph.edge_index.T.tolist()
+            shown = [k for k, (h, t) in enumerate(edges) if h in picked or t in picked][:FACTS_PER_ROUND]
+            lines += [f"Selected: {'; '.join(graph.names[i] for i in chosen) or '(none)'}", *(graph.facts[k] for k in shown)]
+            result.evidence.facts += [graph.facts[k] for k in shown if graph.facts[k] not in result.evidence.facts]
             farthest_out = [AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph") for i in farthest(chosen, graph.hop)]
             if session is None:
                 result.answers = farthest_out
                 break
+            offered.update({graph.names[i]: AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph")
+                            for i in chosen if sg.nodes[int(fg.nodes[i])] not in linking.iris and graph.names[i] not in offered})
             mark = time.perf_counter()
             last = number == self.settings.rounds
+            values = {"question": question, "evidence": "\n".join(lines), "limit": "This is the last round: answer now.\n" if last else ""}
             before = len(session.calls)
             try:
-                reply = session.ask(f"grasp.answer.r{number}", "grasp_answer", stream=True, question=question, evidence="\n".join(lines),
-                                    limit="This is the last round: answer now.\n" if last else "")
+                if self.settings.choose == "likelihood" and can_score(self.llm):
+                    explore = [] if last else [graph.names[i] for i in chosen if sg.nodes[int(fg.nodes[i])] not in around]
+                    decision, scored = self.scored_decision(session, number, values, list(offered), explore)
+                    rounds[-1]["decision"] = {"kind": decision.kind, "text": decision.text, "how": "likelihood",
+                                              "best": [{"reply": r, "logprob": round(v, 3)} for r, v in scored[:5]]}
+                else:
+                    reply = session.ask(f"grasp.answer.r{number}", "grasp_answer", stream=True, **values)
+                    decision, scored = parse_decision(reply.text), None
+                    rounds[-1]["decision"] = {"kind": decision.kind, "text": decision.text}
             except LLMError as error:
                 trace.fallback = f"the answer LLM failed in round {number}: {error}; answering with the selected entities farthest from the topics"
                 result.answers = farthest_out
@@ -147,16 +165,19 @@ class GraspAnswerer:
             finally:
                 trace.llm_calls.extend(session.calls[before:])
                 trace.seconds["answer"] = trace.seconds.get("answer", 0.0) + time.perf_counter() - mark
-            decision = parse_decision(reply.text)
-            rounds[-1]["decision"] = {"kind": decision.kind, "text": decision.text}
             if decision.kind == "entity" and not last:
                 nxt = self.locate(decision.text, sg)
                 if nxt is not None and nxt not in around:
                     around = [nxt]
                     continue
                 rounds[-1]["decision"]["unresolved"] = True
-            result.text = reply.text
-            result.answers = map_answers(decision.text, self.store, sg) if decision.text else []
+            if scored is not None:
+                answers = [(text.removeprefix("ANSWER: "), value) for text, value in scored if text.startswith("ANSWER: ")]
+                result.text = f"ANSWER: {answers[0][0]}" if answers else ""
+                result.answers = [offered[name] for name, value in answers if value >= answers[0][1] - ANSWER_MARGIN]
+            else:
+                result.text = reply.text
+                result.answers = map_answers(decision.text, self.store, sg) if decision.text else []
             if not result.answers:
                 trace.fallback = f"the answer LLM's reply in round {number} named no answer; answering with the selected entities farthest from the topics"
                 result.answers = farthest_out
@@ -186,6 +207,21 @@ class GraspAnswerer:
                                               completion_tokens=selection.completion_tokens, seconds=selection.seconds))
         result.trace.seconds["select"] = result.trace.seconds.get("select", 0.0) + time.perf_counter() - mark
         return named(selection.names, graph.names), selection.soft_tokens
+
+    def scored_decision(self, session: LLMSession, number: int, values: dict[str, object], answers: list[str],
+                        explore: list[str]) -> tuple[Decision, list[tuple[str, float]]]:
+        """Eq. 8 read by likelihood, for an answer LLM that scores text (a small local model writes
+        its reply poorly but ranks given ones better): "ANSWER: name" for every entity selected so far
+        but the topics, and "ENTITY: name" for this round's unexplored selected entities, scored after
+        the prompt; the decision is the best, with all replies ranked. Answers are Ê's (eq. 8): the
+        entities of the shown facts are left out, or short names (years) win on likelihood alone."""
+        replies = [f"ANSWER: {name}" for name in answers] + [f"ENTITY: {name}" for name in explore]
+        if not replies:
+            return Decision("answer", ""), []
+        choice = choose(self.llm, session, f"grasp.answer.r{number}", "grasp_answer", replies, "likelihood", values)
+        ranked = sorted(zip(replies, choice.scores or []), key=lambda pair: -pair[1])
+        kind, _, text = ranked[0][0].partition(": ")
+        return Decision(kind.lower(), text), ranked
 
     def locate(self, name: str, sg) -> str | None:  # type: ignore[no-untyped-def]
         """The IRI of the entity an ENTITY decision names: in the subgraph first, else by the store's labels."""

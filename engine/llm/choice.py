@@ -1,8 +1,8 @@
-"""How the LLM's answer becomes one of the pattern's classes (GLOW §3.1: answers are chosen from the
-label set). Where the model can score text (a local transformers model), each class's label is scored
-by its log-likelihood after the prompt and the best is taken; otherwise the model writes an answer
-and it is mapped onto the labels: the label it equals (after normalising), else the longest label it
-contains, else the label whose words it shares most."""
+"""How an LLM's reply becomes one of a fixed set of options (GLOW's classes, §3.1; GraSP's
+decisions). Where the model can score text (a local transformers model), each option is scored by its
+log-likelihood after the prompt and the best is taken; otherwise the model writes a reply and it is
+mapped onto the options: the option it equals (after normalising), else the longest option it
+contains, else the option whose words it shares most."""
 
 from __future__ import annotations
 
