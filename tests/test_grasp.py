@@ -4,6 +4,8 @@ the incomplete-KG copy. Gemma's weights are the session's shared fixture; answer
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import numpy as np
 import pytest
 import torch
@@ -125,6 +127,20 @@ def test_a_few_steps_on_one_question_lower_the_selector_loss(toy, encoder, selec
     losses = [h["loss"] for h in result["history"] if "loss" in h]
     assert len(losses) == 12 and losses[-1] < 0.8 * losses[0], losses
     assert (tmp_path / "ck" / "encoder.safetensors").exists()
+
+
+def test_training_goes_on_from_its_checkpoint_where_it_stopped(toy, encoder, selector, tmp_path):
+    store, _ = toy
+    _, fg, graph = _toy_input(store, encoder)
+    target = [graph.names.index("Dana"), graph.names.index("Eve")]
+    examples = [Example(f"q{i}", "who directed the films Alice starred in", 2, graph, target, ["Dana", "Eve"], False) for i in range(4)]
+    config = GraspTrainConfig(layers=2, accumulate=1, epochs=1, save_every=1, max_validation=0)
+    first = train(examples, config, tmp_path / "ck", log=lambda line: None, selector=selector, max_steps=3)
+    saved = json.loads((tmp_path / "ck" / "config.json").read_text())
+    assert saved["progress"] == {"epoch": 0, "position": 3, "questions": 3} and not first["finished"]
+    again = train(examples, dataclasses.replace(config, init=str(tmp_path / "ck")), tmp_path / "ck", log=lambda line: None, selector=selector)
+    assert again["finished"] and again["questions_seen"] == 4  # one question left of the epoch, not four more
+    assert [h["questions"] for h in again["history"] if "loss" in h] == [1, 2, 3, 4]  # the first run's history goes on
 
 
 @pytest.fixture(scope="module")
