@@ -20,8 +20,8 @@ class GraspOptions:
     selector_input: str = option("soft", "GraSP: what the selector reads besides the question and candidate names: soft (the GNN's "
                                  "soft tokens), none (the no-soft-prompt ablation) or triples (the subgraph's facts as text)",
                                  choices=("soft", "none", "triples"))
-    choose: str = option("likelihood", "GraSP with an LLM: how the answer LLM's reply is read: likelihood (every \"ANSWER: name\" "
-                         "and \"ENTITY: name\" the evidence allows scored after the prompt, where the model can score text; else "
+    choose: str = option("likelihood", "GraSP with an LLM: how the answer LLM's reply is read: likelihood (\"ANSWER: name\" for each "
+                         "selected entity and \"ENTITY: name\" for each unexplored one, scored after the prompt, where the model can score text; else "
                          "generate) or generate (it writes its reply)", choices=("likelihood", "generate"))
 
 

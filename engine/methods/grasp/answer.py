@@ -5,9 +5,8 @@ Each round retrieves around its topics, and the evidence (the selected entities 
 builds up across rounds. An ENTITY decision moves the topic to the named entity; at most `rounds`
 rounds, the last told to answer. An answer LLM that can score text (the in-process Gemma) is not
 asked to write its reply: the replies it may give are scored after the prompt (a 270M model writes
-them poorly). Without an answer LLM the answer is the selected entities
-farthest from the topics (one round). Every selector call (soft tokens counted) and every answer call is in
-the trace.
+them poorly). Without an answer LLM the answer is the selected entities farthest from the topics (one
+round). Every selector call (soft tokens counted) and every answer call is in the trace.
 """
 
 from __future__ import annotations
@@ -101,6 +100,8 @@ class GraspAnswerer:
         """This answerer (model, selector and vectors shared) with other settings or answer LLM."""
         if settings.selector_input not in INPUTS:
             raise ValueError(f"selector_input must be one of {', '.join(INPUTS)}")
+        if settings.choose not in ("likelihood", "generate"):
+            raise ValueError("choose must be likelihood or generate")
         other = copy.copy(self)
         other.settings, other.llm = settings, llm
         return other
@@ -128,36 +129,35 @@ class GraspAnswerer:
             fg, graph = focus_input(sg, question_vector, self.entities, self.encoder, [self.settings.per_hop] * self.settings.hops)
             trace.seconds["retrieve"] = trace.seconds.get("retrieve", 0.0) + time.perf_counter() - mark
             chosen, soft_tokens = self.select(result, graph, number)
+
+            def item(i: int) -> AnswerItem:
+                return AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph")
             rounds.append({"round": number, "around": around, "entities": len(graph.names), "facts": len(graph.facts),
                            "soft_tokens": soft_tokens, "selected": [graph.names[i] for i in chosen]})
             for rank, i in enumerate(chosen):  # score: the selector's order (it names no probabilities)
-                candidates.setdefault(sg.nodes[int(fg.nodes[i])], {"label": graph.names[i], "iri": sg.nodes[int(fg.nodes[i])],
-                                                                   "score": round(1.0 / (rank + 1), 4), "round": number, "hop": int(graph.hop[i])})
+                candidates.setdefault(item(i).iri, {"label": graph.names[i], "iri": item(i).iri, "score": round(1.0 / (rank + 1), 4),
+                                                    "round": number, "hop": int(graph.hop[i])})
             picked = set(chosen)
             edges = graph.edge_index.T.tolist()
             shown = [k for k, (h, t) in enumerate(edges) if h in picked or t in picked][:FACTS_PER_ROUND]
             lines += [f"Selected: {'; '.join(graph.names[i] for i in chosen) or '(none)'}", *(graph.facts[k] for k in shown)]
             result.evidence.facts += [graph.facts[k] for k in shown if graph.facts[k] not in result.evidence.facts]
-            farthest_out = [AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph") for i in farthest(chosen, graph.hop)]
+            farthest_out = [item(i) for i in farthest(chosen, graph.hop)]
             if session is None:
                 result.answers = farthest_out
                 break
-            offered.update({graph.names[i]: AnswerItem(graph.names[i], sg.nodes[int(fg.nodes[i])], graph.names[i], "subgraph")
-                            for i in chosen if sg.nodes[int(fg.nodes[i])] not in linking.iris and graph.names[i] not in offered})
+            offered.update({graph.names[i]: item(i) for i in chosen if item(i).iri not in linking.iris and graph.names[i] not in offered})
             mark = time.perf_counter()
             last = number == self.settings.rounds
             values = {"question": question, "evidence": "\n".join(lines), "limit": "This is the last round: answer now.\n" if last else ""}
             before = len(session.calls)
             try:
                 if self.settings.choose == "likelihood" and can_score(self.llm):
-                    explore = [] if last else [graph.names[i] for i in chosen if sg.nodes[int(fg.nodes[i])] not in around]
+                    explore = [] if last else [graph.names[i] for i in chosen if item(i).iri not in around]
                     decision, scored = self.scored_decision(session, number, values, list(offered), explore)
-                    rounds[-1]["decision"] = {"kind": decision.kind, "text": decision.text, "how": "likelihood",
-                                              "best": [{"reply": r, "logprob": round(v, 3)} for r, v in scored[:5]]}
                 else:
                     reply = session.ask(f"grasp.answer.r{number}", "grasp_answer", stream=True, **values)
                     decision, scored = parse_decision(reply.text), None
-                    rounds[-1]["decision"] = {"kind": decision.kind, "text": decision.text}
             except LLMError as error:
                 trace.fallback = f"the answer LLM failed in round {number}: {error}; answering with the selected entities farthest from the topics"
                 result.answers = farthest_out
@@ -165,6 +165,9 @@ class GraspAnswerer:
             finally:
                 trace.llm_calls.extend(session.calls[before:])
                 trace.seconds["answer"] = trace.seconds.get("answer", 0.0) + time.perf_counter() - mark
+            rounds[-1]["decision"] = {"kind": decision.kind, "text": decision.text}
+            if scored is not None:
+                rounds[-1]["decision"].update(how="likelihood", best=[{"reply": r, "logprob": round(v, 3)} for r, v in scored[:5]])
             if decision.kind == "entity" and not last:
                 nxt = self.locate(decision.text, sg)
                 if nxt is not None and nxt not in around:
