@@ -141,6 +141,14 @@ def test_training_goes_on_from_its_checkpoint_where_it_stopped(toy, encoder, sel
     again = train(examples, dataclasses.replace(config, init=str(tmp_path / "ck")), tmp_path / "ck", log=lambda line: None, selector=selector)
     assert again["finished"] and again["questions_seen"] == 4  # one question left of the epoch, not four more
     assert [h["questions"] for h in again["history"] if "loss" in h] == [1, 2, 3, 4]  # the first run's history goes on
+    assert "device" not in saved["train"]  # where it trained is not part of the model
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
+def test_training_on_cuda_without_a_gpu_fails_at_once_naming_the_device(tmp_path):
+    with pytest.raises(ValueError, match="'cuda'.*no CUDA device"):
+        train([], GraspTrainConfig(device="cuda"), tmp_path / "ck", log=lambda line: None)
+    assert not (tmp_path / "ck").exists()
 
 
 @pytest.fixture(scope="module")

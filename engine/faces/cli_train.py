@@ -61,7 +61,7 @@ def train(
         fail(f"--method must be kgfr, rapl, glow or grasp, not {method!r}")
     if method == "grasp":
         _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs or 2, lr or 1e-3,
-                     time_budget, cache_dir, lora)
+                     time_budget, cache_dir, lora, device)
         return
     if method == "glow":
         _train_glow(openworld, out_dir, qa, epochs or 200, patience or 25, lr or 5e-3, validation, seed, time_budget, device)
@@ -154,7 +154,7 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
 
 
 def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, lr,  # type: ignore[no-untyped-def]
-                 time_budget, cache_dir, lora) -> None:
+                 time_budget, cache_dir, lora, device) -> None:
     """GraSP: QA files → APP subgraphs → focus graphs + selector targets (a pack) → the graph encoder (eq. 9)."""
     from kgqa.methods.grasp.data import build_pack, load_pack, save_pack
     from kgqa.methods.grasp.train import GraspTrainConfig, train as run_training
@@ -185,7 +185,8 @@ def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_
         if out_dir is None:
             return
         config = GraspTrainConfig(lora=lora, lr=lr, epochs=epochs, seed=seed, layers=int(meta.get("hops", hops)),
-                                  time_budget=time_budget * 60 if time_budget else None, init=str(init) if init else None, data=meta)
+                                  time_budget=time_budget * 60 if time_budget else None, init=str(init) if init else None, data=meta,
+                                  device=device)
         result = run_training(examples, config, out_dir, log=lambda line: err.print(line, highlight=False))
     except (KGQAError, ValueError, OSError) as exc:
         fail(str(exc))

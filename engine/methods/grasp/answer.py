@@ -201,7 +201,7 @@ class GraspAnswerer:
         mark = time.perf_counter()
         mode = self.settings.selector_input
         with self._lock, torch.inference_mode():
-            soft = self.model(*graph.tensors()) if mode == "soft" else None
+            soft = self.model(*graph.tensors(self.selector.device)) if mode == "soft" else None
             given = self.selector.inputs(result.question, graph.names, soft, mode, "\n".join(graph.facts[:FACTS_AS_TEXT]))
             selection = self.selector.select(given)
         result.trace.llm_calls.append(LLMCall(f"grasp.select.r{number}", "transformers",

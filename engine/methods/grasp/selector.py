@@ -128,7 +128,7 @@ class Selector:
 
 
 @lru_cache(maxsize=2)
-def frozen_selector(model: str | None = None) -> Selector:
-    """One frozen selector per model in a process: the engines, the service and training without
-    LoRA share its weights (it only reads them; calls take turns on its lock)."""
-    return Selector(model)
+def frozen_selector(model: str | None = None, device: str = "cpu") -> Selector:
+    """One frozen selector per model and device in a process: the engines, the service and training
+    without LoRA share its weights (it only reads them; calls take turns on its lock)."""
+    return Selector(model, device=device)

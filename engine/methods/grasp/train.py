@@ -28,6 +28,7 @@ from kgqa.methods.grasp.data import Example
 from kgqa.methods.grasp.gnn import GraphSoftPrompt
 from kgqa.methods.grasp.labels import farthest, named
 from kgqa.methods.grasp.selector import Selector, frozen_selector
+from kgqa.methods.kgfr.train import pick_device
 
 FORMAT = "grasp/1"
 
@@ -48,10 +49,13 @@ class GraspTrainConfig:
     max_validation: int = 60
     init: str | None = None
     selector_model: str | None = None  # None: the bundled Gemma 3 270M
+    device: str = "auto"  # the GNN, FFN and selector LLM together: cuda where present
     data: dict = field(default_factory=dict)
 
 
-def load_checkpoint(path: Path, trainable: bool = False, selector: Selector | None = None) -> tuple[GraphSoftPrompt, Selector, dict]:
+def load_checkpoint(path: Path, trainable: bool = False, selector: Selector | None = None,
+                    device: str = "cpu") -> tuple[GraphSoftPrompt, Selector, dict]:
+    """The encoder on `device`, and the selector (`selector` if given: the encoder goes to its device)."""
     config = json.loads((path / "config.json").read_text())
     if config.get("format") != FORMAT:
         raise ValueError(f"{path}: not a GraSP checkpoint ({FORMAT})")
@@ -59,27 +63,27 @@ def load_checkpoint(path: Path, trainable: bool = False, selector: Selector | No
     model = GraphSoftPrompt(m["text_dim"], m["dim"], m["layers"], m["llm_dim"])
     model.load_state_dict(load_file(path / "encoder.safetensors"))
     if selector is None:
-        lora = config["selector"].get("lora")
-        selector = Selector(config["selector"].get("model"), lora=path / "lora", trainable=trainable) if lora else frozen_selector(config["selector"].get("model"))
-    return model, selector, config
+        name, lora = config["selector"].get("model"), config["selector"].get("lora")
+        selector = Selector(name, lora=path / "lora", trainable=trainable, device=device) if lora else frozen_selector(name, device)
+    return model.to(selector.device), selector, config
 
 
 def save_checkpoint(model: GraphSoftPrompt, selector: Selector, config: GraspTrainConfig, out: Path, progress: dict, history: list) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, out / "encoder.safetensors")
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, out / "encoder.safetensors")
     if selector.adapter is not None:
         selector.adapter.save_pretrained(str(out / "lora"))
     first = model.entity_in
     meta = {"format": FORMAT,
             "model": {"text_dim": first.in_features, "dim": first.out_features, "layers": len(model.layers), "llm_dim": selector.width},
             "selector": {"model": selector.model_name, "lora": selector.adapter is not None, "prompt": "grasp_select"},
-            "train": {k: v for k, v in asdict(config).items() if k != "data"}, "data": config.data,
+            "train": {k: v for k, v in asdict(config).items() if k not in ("data", "device")}, "data": config.data,
             "progress": progress, "history": history}
     (out / "config.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
-def soft_tokens(model: GraphSoftPrompt, ex: Example) -> torch.Tensor:
-    return model(*ex.graph.tensors())
+def soft_tokens(model: GraphSoftPrompt, ex: Example, device: str) -> torch.Tensor:
+    return model(*ex.graph.tensors(device))
 
 
 def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Example]) -> dict:
@@ -89,7 +93,7 @@ def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Exam
     with torch.no_grad():
         for ex in examples:
             names = ex.graph.names
-            selection = selector.select(selector.inputs(ex.question, names, soft_tokens(model, ex)))
+            selection = selector.select(selector.inputs(ex.question, names, soft_tokens(model, ex, selector.device)))
             chosen = named(selection.names, names)
             gold = {normalise_label(a) for a in ex.answers}
             answers = farthest(chosen, ex.graph.hop)
@@ -104,12 +108,14 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
     torch.manual_seed(config.seed)
     history: list = []
     progress = {"epoch": 0, "position": 0, "questions": 0}
+    device = str(pick_device(config.device))
     if config.init:
-        model, selector, previous = load_checkpoint(Path(config.init), trainable=True, selector=selector)
+        model, selector, previous = load_checkpoint(Path(config.init), trainable=True, selector=selector, device=device)
         progress, history = previous.get("progress", progress), previous.get("history", [])
     else:
-        selector = selector or (Selector(config.selector_model, lora=True, trainable=True) if config.lora else frozen_selector(config.selector_model))
-        model = GraphSoftPrompt(layers=config.layers, dim=config.dim, llm_dim=selector.width)
+        selector = selector or (Selector(config.selector_model, lora=True, trainable=True, device=device) if config.lora
+                                else frozen_selector(config.selector_model, device))
+        model = GraphSoftPrompt(layers=config.layers, dim=config.dim, llm_dim=selector.width).to(selector.device)
     groups = [{"params": list(model.parameters()), "lr": config.lr}]
     if selector.adapter is not None:
         groups.append({"params": selector.lora_parameters(), "lr": config.lora_lr})
@@ -123,7 +129,7 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
     steps, running = 0, []
     stop = False
     log(f"{len(trainable)} training questions, {len(held_out)} validation; selector {selector.model_name}"
-        f"{' + LoRA' if selector.adapter is not None else ' (frozen)'}")
+        f"{' + LoRA' if selector.adapter is not None else ' (frozen)'} on {selector.device}")
     while progress["epoch"] < config.epochs and not stop:
         order = list(range(len(trainable)))
         random.Random(config.seed + progress["epoch"]).shuffle(order)
@@ -131,7 +137,7 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
         selector.train(selector.adapter is not None)
         for k in range(progress["position"], len(order)):
             ex = trainable[order[k]]
-            loss = selector.loss(selector.inputs(ex.question, ex.graph.names, soft_tokens(model, ex)), ex.target_text)
+            loss = selector.loss(selector.inputs(ex.question, ex.graph.names, soft_tokens(model, ex, selector.device)), ex.target_text)
             (loss / config.accumulate).backward()
             running.append(float(loss.detach()))
             progress["position"], progress["questions"] = k + 1, progress["questions"] + 1
