@@ -82,8 +82,8 @@ def save_checkpoint(model: GraphSoftPrompt, selector: Selector, config: GraspTra
     (out / "config.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
-def soft_tokens(model: GraphSoftPrompt, ex: Example, device: str) -> torch.Tensor:
-    return model(*ex.graph.tensors(device))
+def soft_tokens(model: GraphSoftPrompt, ex: Example) -> torch.Tensor:
+    return model(*ex.graph.tensors(str(next(model.parameters()).device)))
 
 
 def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Example]) -> dict:
@@ -93,7 +93,7 @@ def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Exam
     with torch.no_grad():
         for ex in examples:
             names = ex.graph.names
-            selection = selector.select(selector.inputs(ex.question, names, soft_tokens(model, ex, selector.device)))
+            selection = selector.select(selector.inputs(ex.question, names, soft_tokens(model, ex)))
             chosen = named(selection.names, names)
             gold = {normalise_label(a) for a in ex.answers}
             answers = farthest(chosen, ex.graph.hop)
@@ -137,7 +137,7 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
         selector.train(selector.adapter is not None)
         for k in range(progress["position"], len(order)):
             ex = trainable[order[k]]
-            loss = selector.loss(selector.inputs(ex.question, ex.graph.names, soft_tokens(model, ex, selector.device)), ex.target_text)
+            loss = selector.loss(selector.inputs(ex.question, ex.graph.names, soft_tokens(model, ex)), ex.target_text)
             (loss / config.accumulate).backward()
             running.append(float(loss.detach()))
             progress["position"], progress["questions"] = k + 1, progress["questions"] + 1
