@@ -214,7 +214,7 @@ def test_a_scored_entity_reply_moves_retrieval_and_answers_near_the_best_one_joi
 
     def score(prompt: str, reply: str) -> float:
         if prompt.count("Selected:") == 1:  # round 1: explore whichever entity may be explored
-            return 0.0 if reply.startswith(" ENTITY: ") else -1.0
+            return 0.0 if reply.startswith(" ENTITY") else -1.0
         answers = [c for c in scorer.scored[-1][1] if c.startswith(" ANSWER: ")]
         return {answers[0]: -1.0, answers[1]: -2.0}.get(reply, -9.0)  # the second is 2.7× less likely: it joins
 
@@ -229,6 +229,21 @@ def test_a_scored_entity_reply_moves_retrieval_and_answers_near_the_best_one_joi
     assert [a.label for a in result.answers] == offered[:2] and "Film One" not in offered
     assert not any(c.startswith(" ENTITY: ") for c in scorer.scored[1][1])  # the last round must answer
     assert [c.purpose for c in result.trace.llm_calls] == ["grasp.select.r1", "grasp.answer.r1", "grasp.select.r2", "grasp.answer.r2"]
+
+
+def test_the_bare_decision_word_decides_before_the_names_are_ranked(toy, encoder, selector, checkpoint):
+    store, _ = toy
+    scores = {" ANSWER": -0.5, " ENTITY": -3.0}
+    scorer = ScriptedScorer(lambda prompt, reply: scores.get(reply, -0.1 if reply.startswith(" ENTITY: ") else -2.0))
+    answerer = GraspAnswerer(store, checkpoint, encoder, selector=selector).with_options(GraspSettings(hops=1, rounds=2), scorer)
+    result = answerer.answer("what did the director of Film One write", ["Film One"])
+    [decision] = [r["decision"] for r in result.trace.subgraph["rounds"]]
+    assert decision["kind"] == "answer" and decision["words"] == {"ANSWER": -0.5, "ENTITY": -3.0}
+    assert decision["best"][0]["reply"].startswith("ENTITY: ")  # the likeliest whole reply explores; the decision word answers
+    assert result.answers and result.text == f"ANSWER: {decision['text']}" and result.trace.fallback is None
+    scores.update({" ANSWER": -3.0, " ENTITY": -0.5})
+    moved = answerer.answer("what did the director of Film One write", ["Film One"])
+    assert moved.trace.subgraph["rounds"][0]["decision"]["kind"] == "entity" and len(moved.trace.subgraph["rounds"]) == 2
 
 
 def test_without_an_answer_llm_the_answer_is_the_farthest_selected_entities(toy, encoder, selector, checkpoint):

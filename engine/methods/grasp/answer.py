@@ -154,10 +154,10 @@ class GraspAnswerer:
             try:
                 if self.settings.choose == "likelihood" and can_score(self.llm):
                     explore = [] if last else [graph.names[i] for i in chosen if item(i).iri not in around]
-                    decision, scored = self.scored_decision(session, number, values, list(offered), explore)
+                    decision, scored, words = self.scored_decision(session, number, values, list(offered), explore)
                 else:
                     reply = session.ask(f"grasp.answer.r{number}", "grasp_answer", stream=True, **values)
-                    decision, scored = parse_decision(reply.text), None
+                    decision, scored, words = parse_decision(reply.text), None, {}
             except LLMError as error:
                 trace.fallback = f"the answer LLM failed in round {number}: {error}; answering with the selected entities farthest from the topics"
                 result.answers = farthest_out
@@ -167,7 +167,8 @@ class GraspAnswerer:
                 trace.seconds["answer"] = trace.seconds.get("answer", 0.0) + time.perf_counter() - mark
             rounds[-1]["decision"] = {"kind": decision.kind, "text": decision.text}
             if scored is not None:
-                rounds[-1]["decision"].update(how="likelihood", best=[{"reply": r, "logprob": round(v, 3)} for r, v in scored[:5]])
+                rounds[-1]["decision"].update(how="likelihood", best=[{"reply": r, "logprob": round(v, 3)} for r, v in scored[:5]],
+                                              words={w: round(v, 3) for w, v in words.items()})
             if decision.kind == "entity" and not last:
                 nxt = self.locate(decision.text, sg)
                 if nxt is not None and nxt not in around:
@@ -212,19 +213,26 @@ class GraspAnswerer:
         return named(selection.names, graph.names), selection.soft_tokens
 
     def scored_decision(self, session: LLMSession, number: int, values: dict[str, object], answers: list[str],
-                        explore: list[str]) -> tuple[Decision, list[tuple[str, float]]]:
+                        explore: list[str]) -> tuple[Decision, list[tuple[str, float]], dict[str, float]]:
         """Eq. 8 read by likelihood, for an answer LLM that scores text (a small local model writes
-        its reply poorly but ranks given ones better): "ANSWER: name" for every entity selected so far
-        but the topics, and "ENTITY: name" for this round's unexplored selected entities, scored after
-        the prompt; the decision is the best, with all replies ranked. Answers are Ê's (eq. 8): the
-        entities of the shown facts are left out, or short names (years) win on likelihood alone."""
+        its reply poorly but ranks given ones better), in the order the authors' reply is written
+        ("Decision: …", then the answer or entity): first the bare decision words " ANSWER" and
+        " ENTITY" are scored after the prompt, then, of that kind, "ANSWER: name" for every entity
+        selected so far but the topics, or "ENTITY: name" for this round's unexplored selected ones.
+        Ranking whole replies instead lets the decision follow whichever name is likeliest.
+        One call scores all of them; every reply is ranked. Answers are Ê's (eq. 8): the entities of
+        the shown facts are left out, or short names (years) win on likelihood alone."""
         replies = [f"ANSWER: {name}" for name in answers] + [f"ENTITY: {name}" for name in explore]
         if not replies:
-            return Decision("answer", ""), []
-        choice = choose(self.llm, session, f"grasp.answer.r{number}", "grasp_answer", replies, "likelihood", values)
-        ranked = sorted(zip(replies, choice.scores or []), key=lambda pair: -pair[1])
-        kind, _, text = ranked[0][0].partition(": ")
-        return Decision(kind.lower(), text), ranked
+            return Decision("answer", ""), [], {}
+        words = ["ANSWER", "ENTITY"] if answers and explore else []
+        choice = choose(self.llm, session, f"grasp.answer.r{number}", "grasp_answer", words + replies, "likelihood", values)
+        scores = choice.scores or []
+        decided = dict(zip(words, scores[:len(words)]))
+        ranked = sorted(zip(replies, scores[len(words):]), key=lambda pair: -pair[1])
+        kind = (max(decided, key=decided.__getitem__) if decided else ranked[0][0].partition(":")[0]) + ": "
+        text = next(reply for reply, _ in ranked if reply.startswith(kind)).removeprefix(kind)
+        return Decision(kind[:-2].lower(), text), ranked, decided
 
     def locate(self, name: str, sg) -> str | None:  # type: ignore[no-untyped-def]
         """The IRI of the entity an ENTITY decision names: in the subgraph first, else by the store's labels."""
