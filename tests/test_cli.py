@@ -53,3 +53,17 @@ def test_bad_line_is_reported_with_file_and_line(tmp_path):
     assert failed.returncode == 2 and f"{bad}:2:" in failed.stderr and "Traceback" not in failed.stderr
     skipped = kgqa("load", str(bad), "--store", url, "--skip-bad")
     assert skipped.returncode == 0 and "skipped 1 malformed lines (first: 2)" in skipped.stdout
+
+
+def test_progress_off_a_terminal_is_a_line_at_the_start_at_most_one_per_interval_and_one_at_the_end():
+    from kgqa.faces.cli_common import LineProgress
+
+    now, lines = [0.0], []
+    bar = LineProgress(lines.append, every=30, clock=lambda: now[0])
+    task = bar.add_task("questions", total=100)
+    for step, at in [(1, 1), (10, 20), (40, 40), (60, 50), (100, 80), (100, 81)]:
+        now[0] = at
+        bar.update(task, completed=step)
+    assert lines == ["questions: 1/100 (1%), 1 s, ~99 s left", "questions: 40/100 (40%), 40 s, ~60 s left", "questions: 100/100 (100%), 80 s"]
+    bar.update(task, description="epoch 2", completed=0, total=5)
+    assert lines[-1] == "epoch 2: 0/5 (0%), 81 s"

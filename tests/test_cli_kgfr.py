@@ -98,6 +98,7 @@ def test_eval_reports_json_markdown_and_plots(trained):
     assert group["questions"] == 30 and group["linking_accuracy"] == 1.0
     assert group["answerable_in_subgraph"] == 30 and 0.0 <= group["hits1"] <= group["hits20"] <= 1.0
     assert (out / "eval.md").read_text().startswith("# kgqa eval") and (out / "accuracy.png").exists() and (out / "time.png").exists()
+    assert "questions: 30/30 (100%)" in result.stderr  # stderr is a pipe here: progress comes as lines, not a bar
     bad = tmp / "bad.txt"
     bad.write_text("who directed [Kismet]\tWilliam Dieterle\nno tab here\n", encoding="utf-8")
     failed = kgqa("eval", str(bad), "--store", url, "--checkpoint", str(ckpt), "--out", str(tmp / "r2"))
