@@ -30,7 +30,8 @@ def fail(message: str) -> None:
 class LineProgress:
     """Progress as plain lines, for a stderr that is not a terminal (a log file, CI), where a live bar
     would print only when it ends: one line on the first update, then at most one per `every` seconds,
-    one when a task completes and one when its description changes (a new epoch). The part of rich's Progress that the commands use."""
+    one when a task completes and one when its description changes (a new epoch). The part of rich's
+    Progress that the commands use."""
 
     def __init__(self, write: Callable[[str], None], every: float = 30.0, clock: Callable[[], float] = time.monotonic):
         self.write, self.every, self.clock = write, every, clock

@@ -230,9 +230,9 @@ class GraspAnswerer:
         scores = choice.scores or []
         decided = dict(zip(words, scores[:len(words)]))
         ranked = sorted(zip(replies, scores[len(words):]), key=lambda pair: -pair[1])
-        kind = (max(decided, key=decided.__getitem__) if decided else ranked[0][0].partition(":")[0]) + ": "
-        text = next(reply for reply, _ in ranked if reply.startswith(kind)).removeprefix(kind)
-        return Decision(kind[:-2].lower(), text), ranked, decided
+        kind = max(decided, key=decided.__getitem__) if decided else ranked[0][0].partition(": ")[0]
+        text = next(reply for reply, _ in ranked if reply.startswith(f"{kind}: ")).removeprefix(f"{kind}: ")
+        return Decision(kind.lower(), text), ranked, decided
 
     def locate(self, name: str, sg) -> str | None:  # type: ignore[no-untyped-def]
         """The IRI of the entity an ENTITY decision names: in the subgraph first, else by the store's labels."""

@@ -107,10 +107,10 @@ def save_pack(examples: Sequence[Example], meta: dict, path: Path) -> None:
         width = next((b.shape[1] for b in blocks if b.size), 0)
         rows = np.concatenate([b.reshape(-1, width) for b in blocks]) if blocks else np.zeros((0, width), np.float16)
         table, index = np.unique(rows, axis=0, return_inverse=True)
-        tables[field] = torch.from_numpy(table)
+        tables[field], index = torch.from_numpy(table), index.reshape(-1).astype(np.int32)
         bounds = np.cumsum([0] + [len(b) for b in blocks])
         for e, start, end in zip(indexed, bounds[:-1], bounds[1:]):
-            setattr(e.graph, field, index.reshape(-1)[start:end].astype(np.int32))
+            setattr(e.graph, field, index[start:end])
     torch.save({"format": FORMAT, "meta": meta, "tables": tables, "examples": indexed}, path)
 
 
