@@ -3,6 +3,7 @@ LoRA), and print the pack's statistics.
 
     python bench/grasp.py pack  --work /tmp/grasp [--train 800] [--val 50]
     python bench/grasp.py train --work /tmp/grasp --name frozen|lora [--lora] [--budget MIN] [--epochs N] [--device auto]
+        [--layout after|interleaved] [--probe-weight W] [--threads N]
     python bench/grasp.py stats --work /tmp/grasp
     python bench/grasp.py table --work /tmp/grasp   (reads WORK/eval/NAME-rRATIO/eval.json, written by
         `kgqa eval … --out WORK/eval/NAME-rRATIO [--drop-topic-edges RATIO --kb KB]`)
@@ -63,14 +64,15 @@ def stats(work: Path) -> None:
               f"target names {sum(len(e.target or []) for e in labelled) / max(1, len(labelled)):.1f}")
 
 
-def train(work: Path, name: str, lora: bool, budget: float, epochs: int, device: str) -> None:
+def train(work: Path, name: str, lora: bool, budget: float, epochs: int, device: str, layout: str, probe_weight: float) -> None:
     from kgqa.methods.grasp.data import load_pack
     from kgqa.methods.grasp.train import GraspTrainConfig, train as run
 
     examples, meta = load_pack(work / "pack.pt")
     out = work / f"model-{name}"
     init = str(out) if (out / "config.json").exists() else None
-    config = GraspTrainConfig(lora=lora, epochs=epochs, time_budget=budget * 60, init=init, data=meta, device=device)
+    config = GraspTrainConfig(lora=lora, epochs=epochs, time_budget=budget * 60, init=init, data=meta, device=device,
+                               layout=layout, probe_weight=probe_weight)
     result = run(examples, config, out, log=lambda line: print(f"[{name}] {line}", flush=True))
     print(json.dumps({k: v for k, v in result.items() if k != "history"}), flush=True)
 
@@ -105,6 +107,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=60.0, help="minutes")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda (the GNN and the selector LLM together)")
+    parser.add_argument("--layout", default="after", choices=["after", "interleaved"], help="where the selector reads the soft tokens")
+    parser.add_argument("--probe-weight", type=float, default=0.0, help="the GNN probe's loss beside eq. 9 (kgqa.methods.grasp.train)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()
     if args.command == "pack":
         pack(args.work, (args.train, args.val))
@@ -113,7 +118,10 @@ def main() -> None:
     elif args.command == "table":
         table(args.work)
     else:
-        train(args.work, args.name, args.lora, args.budget, args.epochs, args.device)
+        if args.threads:
+            import torch
+            torch.set_num_threads(args.threads)
+        train(args.work, args.name, args.lora, args.budget, args.epochs, args.device, args.layout, args.probe_weight)
 
 
 if __name__ == "__main__":

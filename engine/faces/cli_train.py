@@ -44,6 +44,10 @@ def train(
     method: Annotated[str, typer.Option("--method", help="kgfr (the KGFR scorer) | rapl (the RAPL path retriever) | glow (GLOW's label predictors) "
                                         "| grasp (GraSP's graph encoder, through the frozen selector LLM)")] = "kgfr",
     lora: Annotated[bool, typer.Option("--lora", help="grasp: also train a LoRA adapter (r=8, α=16, q/v) on the selector LLM")] = False,
+    soft_layout: Annotated[str, typer.Option("--soft-layout", help="grasp: where the selector reads the soft tokens: after (all after the "
+                                             "candidate names, eq. 6) | interleaved (each after its entity's name)")] = "after",
+    probe_weight: Annotated[float, typer.Option("--probe-weight", min=0.0, help="grasp: weight of a probe loss that trains the GNN states to tell "
+                                                "the entities to select, beside eq. 9 (0: eq. 9 alone; kgqa.methods.grasp.train)")] = 0.0,
     openworld: Annotated[Optional[Path], typer.Option("--openworld", help="glow: the folder `kgqa openworld build` wrote (its kg.tsv and patterns)")] = None,
     rationaliser: Annotated[str, typer.Option("--rationaliser", help="rapl: who picks the rational paths for labels: encoder (here, no LLM) | llm (with --llm) | shortest")] = "encoder",
     llm: Annotated[Optional[str], typer.Option("--llm", help="rapl with --rationaliser llm: gemma3-270m | local:PATH | http://host/v1?model=NAME | openai:MODEL")] = None,
@@ -61,7 +65,7 @@ def train(
         fail(f"--method must be kgfr, rapl, glow or grasp, not {method!r}")
     if method == "grasp":
         _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs or 2, lr or 1e-3,
-                     time_budget, cache_dir, lora, device)
+                     time_budget, cache_dir, lora, device, soft_layout, probe_weight)
         return
     if method == "glow":
         _train_glow(openworld, out_dir, qa, epochs or 200, patience or 25, lr or 5e-3, validation, seed, time_budget, device)
@@ -154,7 +158,7 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
 
 
 def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, lr,  # type: ignore[no-untyped-def]
-                 time_budget, cache_dir, lora, device) -> None:
+                 time_budget, cache_dir, lora, device, soft_layout="after", probe_weight=0.0) -> None:
     """GraSP: QA files → APP subgraphs → focus graphs + selector targets (a pack) → the graph encoder (eq. 9)."""
     from kgqa.methods.grasp.data import build_pack, load_pack, save_pack
     from kgqa.methods.grasp.train import GraspTrainConfig, train as run_training
@@ -186,7 +190,7 @@ def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_
             return
         config = GraspTrainConfig(lora=lora, lr=lr, epochs=epochs, seed=seed, layers=int(meta.get("hops", hops)),
                                   time_budget=time_budget * 60 if time_budget else None, init=str(init) if init else None, data=meta,
-                                  device=device)
+                                  device=device, layout=soft_layout, probe_weight=probe_weight)
         result = run_training(examples, config, out_dir, log=lambda line: err.print(line, highlight=False))
     except (KGQAError, ValueError, OSError) as exc:
         fail(str(exc))

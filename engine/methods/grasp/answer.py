@@ -32,7 +32,7 @@ from kgqa.llm.session import LLMSession
 from kgqa.methods.grasp.data import GraphInput, focus_input
 from kgqa.methods.grasp.labels import farthest, named
 from kgqa.methods.grasp.selector import INPUTS, Selector
-from kgqa.methods.grasp.train import FORMAT, load_checkpoint
+from kgqa.methods.grasp.train import FORMAT, layout_of, load_checkpoint
 from kgqa.methods.linking_step import link_into
 from kgqa.methods.registry import checkpoint_or_bundled
 from kgqa.retrieval.answer_mapping import map_answers
@@ -89,6 +89,7 @@ class GraspAnswerer:
         self.checkpoint = Path(checkpoint) if checkpoint else BUNDLED_CHECKPOINT
         self.model, self.selector, self.config = load_checkpoint(self.checkpoint, selector=selector)
         self.model.eval()
+        self.layout = layout_of(self.config)
         self.lam = int(self.config.get("data", {}).get("lambda", 100))
         self.encoder = encoder or TextEncoder()
         self.entities = EntityVectors(store, self.encoder)
@@ -203,7 +204,7 @@ class GraspAnswerer:
         mode = self.settings.selector_input
         with self._lock, torch.inference_mode():
             soft = self.model(*graph.tensors(self.selector.device)) if mode == "soft" else None
-            given = self.selector.inputs(result.question, graph.names, soft, mode, "\n".join(graph.facts[:FACTS_AS_TEXT]))
+            given = self.selector.inputs(result.question, graph.names, soft, mode, "\n".join(graph.facts[:FACTS_AS_TEXT]), self.layout)
             selection = self.selector.select(given)
         result.trace.llm_calls.append(LLMCall(f"grasp.select.r{number}", "transformers",
                                               self.selector.model_name + (" + LoRA" if self.selector.lora else "") + f" ({mode})",

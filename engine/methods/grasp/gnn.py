@@ -51,6 +51,7 @@ class GraphSoftPrompt(nn.Module):
         self.self_loop = nn.Parameter(torch.randn(dim) * 0.02)
         self.layers = nn.ModuleList(QuestionAttention(dim) for _ in range(layers))
         self.to_llm = nn.Sequential(nn.Linear(dim, dim), nn.Tanh(), nn.Linear(dim, llm_dim))  # the FFN of eq. 5
+        self.probe = nn.Linear(dim, 1)  # training aid (not the paper's): is the entity one to select? Answering never reads it
 
     def states(self, entities: torch.Tensor, question: torch.Tensor, edge_index: torch.Tensor, edge_relation: torch.Tensor,
                relations: torch.Tensor) -> torch.Tensor:
@@ -71,3 +72,9 @@ class GraphSoftPrompt(nn.Module):
     def forward(self, entities: torch.Tensor, question: torch.Tensor, edge_index: torch.Tensor, edge_relation: torch.Tensor,
                 relations: torch.Tensor) -> torch.Tensor:
         return self.to_llm(self.states(entities, question, edge_index, edge_relation, relations))  # Ĥ of eq. 5
+
+    def encode(self, entities: torch.Tensor, question: torch.Tensor, edge_index: torch.Tensor, edge_relation: torch.Tensor,
+               relations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The soft tokens [K, llm_dim] and the probe's logit per entity [K]."""
+        h = self.states(entities, question, edge_index, edge_relation, relations)
+        return self.to_llm(h), self.probe(h).squeeze(-1)

@@ -3,7 +3,9 @@
 relevant to the question.
 
 Soft tokens are the FFN's outputs (eq. 5), one per candidate entity in the order the candidates are
-listed, each rescaled to the mean norm of the LM's own (scaled) token embeddings: Gemma multiplies
+listed. Layout "after" (eq. 6) puts them all after the candidate names; "interleaved" (kgqa's, not
+the paper's) puts each right after its entity's name, so that the LM need not count positions to tell
+whose state a soft token is. Each is rescaled to the mean norm of the LM's own (scaled) token embeddings: Gemma multiplies
 its input embeddings by √d, and a soft token far smaller or larger than a word would be ignored or
 would swamp the text. The LM is frozen; with `lora` its attention q/v projections get a LoRA adapter
 (r=8, α=16, dropout 0.1; App. A). Loss is on the target tokens only.
@@ -25,6 +27,7 @@ from kgqa.llm.prompt import load_prompt
 
 GRAPH_SLOT = "\x00graph\x00"
 INPUTS = ("soft", "none", "triples")  # what stands in the graph slot: soft tokens, nothing, or the facts as text
+LAYOUTS = ("after", "interleaved")  # where the soft tokens go: after all candidate names (eq. 6), or each after its name
 END = "\n"
 
 
@@ -87,20 +90,33 @@ class Selector:
         ids = self.tokenizer(text, add_special_tokens=bos, return_tensors="pt")["input_ids"].to(self.device)
         return self.lm.get_input_embeddings()(ids)
 
-    def inputs(self, question: str, candidates: list[str], soft: torch.Tensor | None, mode: str = "soft", facts: str = "") -> SelectorInput:
+    def inputs(self, question: str, candidates: list[str], soft: torch.Tensor | None, mode: str = "soft", facts: str = "",
+               layout: str = "after") -> SelectorInput:
         """`soft` [K, d] (FFN outputs, unscaled) for mode "soft"; `facts` (one per line) for "triples"."""
-        graph = {"soft": "Graph: " + GRAPH_SLOT, "none": "", "triples": "Facts:\n" + facts}[mode]
-        text = self.prompt.render(True, question=question, candidates="; ".join(candidates), graph=graph).rstrip("\n")
-        if mode == "none":
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+        interleaved = mode == "soft" and layout == "interleaved"
+        graph = {"soft": "" if interleaved else "Graph: " + GRAPH_SLOT, "none": "", "triples": "Facts:\n" + facts}[mode]
+        listed = "; ".join(c + GRAPH_SLOT for c in candidates) if interleaved else "; ".join(candidates)
+        text = self.prompt.render(True, question=question, candidates=listed, graph=graph).rstrip("\n")
+        if not graph:
             text = text.replace("\n\nSelected:", "\nSelected:")
-        before, _, after = text.partition(GRAPH_SLOT)
-        parts = [self._embed_text(before.rstrip("\n") if not after else before, bos=True)]
+        pieces = text.split(GRAPH_SLOT)
+        if len(pieces) == 1:
+            pieces[0] = pieces[0].rstrip("\n")
+        else:
+            pieces[-1] = pieces[-1].rstrip(" ")
+        parts = [self._embed_text(pieces[0], bos=True)]
         soft_tokens = 0
-        if after:
+        if len(pieces) > 1:
             assert soft is not None and soft.shape[0] == len(candidates)
-            parts.append((F.normalize(soft, dim=-1) * self.text_norm).unsqueeze(0).to(parts[0].dtype))
+            rows = (F.normalize(soft, dim=-1) * self.text_norm).unsqueeze(0).to(parts[0].dtype)
+            blocks = [rows] if len(pieces) == 2 else [rows[:, k:k + 1] for k in range(len(candidates))]
+            for block, piece in zip(blocks, pieces[1:]):
+                parts.append(block)
+                if piece:
+                    parts.append(self._embed_text(piece, bos=False))
             soft_tokens = int(soft.shape[0])
-            parts.append(self._embed_text(after.rstrip(" "), bos=False))
         embeds = torch.cat(parts, dim=1)
         return SelectorInput(embeds, int(embeds.shape[1]) - soft_tokens, soft_tokens)
 
