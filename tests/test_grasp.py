@@ -13,7 +13,9 @@ import torch
 from kgqa import retrieve
 from kgqa.core.subgraph import Subgraph
 from kgqa.llm.local import TransformersLLM
+from kgqa.eval.report import evaluate
 from kgqa.loaders import load_file
+from kgqa.loaders.qa import QAExample
 from kgqa.methods.grasp.answer import GraspAnswerer, GraspSettings, parse_decision
 from kgqa.methods.grasp.data import Example, focus_input, load_pack, save_pack
 from kgqa.methods.grasp.focus import FocusGraph, focus
@@ -262,6 +264,10 @@ def test_an_entity_decision_retrieves_around_it_and_the_round_bound_holds(toy, e
     assert len(rounds) == 2 and rounds[1]["around"] == [dana.entity.iri] and rounds[0]["decision"]["kind"] == "entity"
     assert [a.label for a in result.answers] == ["Film Three"]
     assert "Evidence:\nSelected:" in moved.prompts[1] and moved.prompts[1].count("Selected:") == 2  # both rounds' evidence
+    replay = answerer.with_options(GraspSettings(hops=1, rounds=3), ScriptedLLM([" ENTITY: Dana", " ANSWER: Film Three"]))
+    [row] = evaluate(replay.answer, store, [QAExample("q1", "what did the director of Film One write", ("Film Three",), ("Film One",), 2)],
+                     gold_topics=True)["rows"]
+    assert row["hits1"] and [r["decision"]["kind"] for r in row["rounds"]] == ["entity", "answer"]  # the eval row keeps each round
 
     stubborn = ScriptedLLM(lambda prompt: " ENTITY: Film Two" if "Film Two" not in prompt.split("Evidence:")[-1] else " ENTITY: Eve")
     capped = answerer.with_options(GraspSettings(hops=1, rounds=2), stubborn).answer("who directed Film One", ["Film One"])

@@ -70,6 +70,8 @@ def evaluate(
             # path retrievers (rapl): does a retrieved path end at a gold answer, and how many triples the paths hold
             "path_recall": any(normalise_label(c["label"]) in gold for c in answer.evidence.candidates) if "paths" in answer.trace.subgraph else None,
             "path_triples": answer.trace.subgraph.get("path_triples"),
+            # round-based methods (grasp): per round where it looked, what it selected and what it decided
+            "rounds": answer.trace.subgraph.get("rounds"),
         }
         with lock:
             done += 1
