@@ -192,7 +192,8 @@ def test_interleaved_soft_tokens_follow_each_name_and_a_checkpoint_remembers_its
     target = [graph.names.index("Dana"), graph.names.index("Eve")]
     ex = Example("q1", question, 2, graph, target, ["Dana", "Eve"], False)
     config = GraspTrainConfig(layers=2, accumulate=1, epochs=2, save_every=1, max_validation=0, layout="interleaved", probe_weight=1.0)
-    train([ex], config, tmp_path / "ck", log=lambda line: None, selector=selector)
+    result = train([ex], config, tmp_path / "ck", log=lambda line: None, selector=selector)
+    assert all("probe" in h for h in result["history"] if "loss" in h)  # both losses are logged
     assert json.loads((tmp_path / "ck" / "config.json").read_text())["selector"]["layout"] == "interleaved"
     assert GraspAnswerer(store, tmp_path / "ck", encoder=encoder, selector=selector).layout == "interleaved"
 

@@ -107,6 +107,15 @@ def probe_loss(logits: torch.Tensor, target: Sequence[int]) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits, wanted)
 
 
+def mean_losses(running: Sequence[tuple[float, float | None]]) -> dict[str, float]:
+    """Eq. 9's mean loss ("loss") and, where it was trained, the probe's ("probe")."""
+    out = {"loss": round(sum(lm for lm, _ in running) / len(running), 4)}
+    probed = [p for _, p in running if p is not None]
+    if probed:
+        out["probe"] = round(sum(probed) / len(probed), 4)
+    return out
+
+
 def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Example], layout: str = "after") -> dict:
     model.eval()
     selector.train(False)
@@ -162,9 +171,10 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
             ex = trainable[order[k]]
             soft, probe = model.encode(*ex.graph.tensors(selector.device))
             loss = selector.loss(selector.inputs(ex.question, ex.graph.names, soft, layout=config.layout), ex.target_text)
-            total = loss + config.probe_weight * probe_loss(probe, ex.target) if config.probe_weight else loss
+            probed = probe_loss(probe, ex.target) if config.probe_weight else None
+            total = loss + config.probe_weight * probed if probed is not None else loss
             (total / config.accumulate).backward()
-            running.append(float(loss.detach()))
+            running.append((float(loss.detach()), None if probed is None else float(probed.detach())))
             progress["position"], progress["questions"] = k + 1, progress["questions"] + 1
             steps += 1
             if steps % config.accumulate == 0:
@@ -172,9 +182,9 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
                 optimiser.step()
                 optimiser.zero_grad()
             if steps % config.save_every == 0:
-                mean = sum(running) / len(running)
-                history.append({"questions": progress["questions"], "loss": round(mean, 4), "seconds": round(time.perf_counter() - started, 1)})
-                log(f"epoch {progress['epoch'] + 1}, {k + 1}/{len(order)}: loss {mean:.3f}")
+                means = mean_losses(running)
+                history.append({"questions": progress["questions"], **means, "seconds": round(time.perf_counter() - started, 1)})
+                log(f"epoch {progress['epoch'] + 1}, {k + 1}/{len(order)}: " + ", ".join(f"{key} {value:.3f}" for key, value in means.items()))
                 running = []
                 save_checkpoint(model, selector, config, out, progress, history)
             out_of_time = config.time_budget is not None and time.perf_counter() - started > config.time_budget
@@ -187,7 +197,7 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
         optimiser.step()
         optimiser.zero_grad()
     if running:
-        history.append({"questions": progress["questions"], "loss": round(sum(running) / len(running), 4),
+        history.append({"questions": progress["questions"], **mean_losses(running),
                         "seconds": round(time.perf_counter() - started, 1)})
     result = {"validation": validate(model, selector, held_out, config.layout) if held_out else {}, "questions_seen": progress["questions"],
               "finished": progress["epoch"] >= config.epochs}
