@@ -64,7 +64,7 @@ def stats(work: Path) -> None:
               f"target names {sum(len(e.target or []) for e in labelled) / max(1, len(labelled)):.1f}")
 
 
-def train(work: Path, name: str, lora: bool, budget: float, epochs: int, device: str, layout: str, probe_weight: float) -> None:
+def train(work: Path, name: str, lora: bool, budget: float, epochs: int, device: str, layout: str | None, probe_weight: float) -> None:
     from kgqa.methods.grasp.data import load_pack
     from kgqa.methods.grasp.train import GraspTrainConfig, train as run
 
@@ -107,7 +107,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=60.0, help="minutes")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda (the GNN and the selector LLM together)")
-    parser.add_argument("--layout", default="after", choices=["after", "interleaved"], help="where the selector reads the soft tokens")
+    parser.add_argument("--layout", default=None, choices=["after", "interleaved"],
+                        help="where the selector reads the soft tokens (default: the checkpoint's it goes on from, else after)")
     parser.add_argument("--probe-weight", type=float, default=0.0, help="the GNN probe's loss beside eq. 9 (kgqa.methods.grasp.train)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()

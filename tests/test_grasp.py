@@ -195,6 +195,9 @@ def test_interleaved_soft_tokens_follow_each_name_and_a_checkpoint_remembers_its
     result = train([ex], config, tmp_path / "ck", log=lambda line: None, selector=selector)
     assert all("probe" in h for h in result["history"] if "loss" in h)  # both losses are logged
     assert json.loads((tmp_path / "ck" / "config.json").read_text())["selector"]["layout"] == "interleaved"
+    train([ex], GraspTrainConfig(layers=2, epochs=3, max_validation=0, init=str(tmp_path / "ck")), tmp_path / "ck", log=lambda line: None,
+          selector=selector)  # going on without naming a layout keeps the checkpoint's
+    assert json.loads((tmp_path / "ck" / "config.json").read_text())["selector"]["layout"] == "interleaved"
     assert GraspAnswerer(store, tmp_path / "ck", encoder=encoder, selector=selector).layout == "interleaved"
 
 

@@ -44,8 +44,9 @@ def train(
     method: Annotated[str, typer.Option("--method", help="kgfr (the KGFR scorer) | rapl (the RAPL path retriever) | glow (GLOW's label predictors) "
                                         "| grasp (GraSP's graph encoder, through the frozen selector LLM)")] = "kgfr",
     lora: Annotated[bool, typer.Option("--lora", help="grasp: also train a LoRA adapter (r=8, α=16, q/v) on the selector LLM")] = False,
-    soft_layout: Annotated[str, typer.Option("--soft-layout", help="grasp: where the selector reads the soft tokens: after (all after the "
-                                             "candidate names, eq. 6) | interleaved (each after its entity's name)")] = "after",
+    soft_layout: Annotated[Optional[str], typer.Option("--soft-layout", help="grasp: where the selector reads the soft tokens: after (all after "
+                                                       "the candidate names, eq. 6) | interleaved (each after its entity's name); default: the --init "
+                                                       "checkpoint's, else after")] = None,
     probe_weight: Annotated[float, typer.Option("--probe-weight", min=0.0, help="grasp: weight of a probe loss that trains the GNN states to tell "
                                                 "the entities to select, beside eq. 9 (0: eq. 9 alone; kgqa.methods.grasp.train)")] = 0.0,
     openworld: Annotated[Optional[Path], typer.Option("--openworld", help="glow: the folder `kgqa openworld build` wrote (its kg.tsv and patterns)")] = None,
@@ -158,13 +159,17 @@ def _train_rapl(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_h
 
 
 def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_hop, validation, seed, epochs, lr,  # type: ignore[no-untyped-def]
-                 time_budget, cache_dir, lora, device, soft_layout="after", probe_weight=0.0) -> None:
+                 time_budget, cache_dir, lora, device, soft_layout=None, probe_weight=0.0) -> None:
     """GraSP: QA files → APP subgraphs → focus graphs + selector targets (a pack) → the graph encoder (eq. 9)."""
     from kgqa.methods.grasp.data import build_pack, load_pack, save_pack
     from kgqa.methods.grasp.train import GraspTrainConfig, train as run_training
 
+    from kgqa.methods.grasp.selector import LAYOUTS
+
     if bool(pack_in) == bool(qa):
         fail("grasp trains from QA files (with a store) or from one --pack FILE")
+    if soft_layout is not None and soft_layout not in LAYOUTS:
+        fail(f"--soft-layout must be {' or '.join(LAYOUTS)}, not {soft_layout!r}")
     if out_dir is None and pack_out is None:
         fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
     try:

@@ -5,9 +5,9 @@ relevant to the question.
 Soft tokens are the FFN's outputs (eq. 5), one per candidate entity in the order the candidates are
 listed. Layout "after" (eq. 6) puts them all after the candidate names; "interleaved" (kgqa's, not
 the paper's) puts each right after its entity's name, so that the LM need not count positions to tell
-whose state a soft token is. Each is rescaled to the mean norm of the LM's own (scaled) token embeddings: Gemma multiplies
-its input embeddings by √d, and a soft token far smaller or larger than a word would be ignored or
-would swamp the text. The LM is frozen; with `lora` its attention q/v projections get a LoRA adapter
+whose state a soft token is. Each is rescaled to the mean norm of the LM's own (scaled) token
+embeddings: Gemma multiplies its input embeddings by √d, and a soft token far smaller or larger than
+a word would be ignored or would swamp the text. The LM is frozen; with `lora` its attention q/v projections get a LoRA adapter
 (r=8, α=16, dropout 0.1; App. A). Loss is on the target tokens only.
 """
 

@@ -21,7 +21,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -55,7 +55,8 @@ class GraspTrainConfig:
     init: str | None = None
     selector_model: str | None = None  # None: the bundled Gemma 3 270M
     device: str = "auto"  # the GNN, FFN and selector LLM together: cuda where present
-    layout: str = "after"  # the soft tokens after all candidate names (eq. 6) or each after its name (selector.LAYOUTS)
+    layout: str | None = None  # the soft tokens after all candidate names (eq. 6) or each after its name (selector.LAYOUTS);
+    # None: the `init` checkpoint's, else "after"
     probe_weight: float = 0.0  # weight of the probe's loss beside eq. 9's (0: eq. 9 alone)
     data: dict = field(default_factory=dict)
 
@@ -135,7 +136,7 @@ def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Exam
 
 def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log: Callable[[str], None] = print,
           max_steps: int | None = None, selector: Selector | None = None) -> dict:
-    if config.layout not in LAYOUTS:
+    if config.layout is not None and config.layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {config.layout!r})")
     torch.manual_seed(config.seed)
     history: list = []
@@ -144,10 +145,12 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
     if config.init:
         model, selector, previous = load_checkpoint(Path(config.init), trainable=True, selector=selector, device=device)
         progress, history = previous.get("progress", progress), previous.get("history", [])
+        config = replace(config, layout=config.layout or layout_of(previous))
     else:
         selector = selector or (Selector(config.selector_model, lora=True, trainable=True, device=device) if config.lora
                                 else frozen_selector(config.selector_model, device))
         model = GraphSoftPrompt(layers=config.layers, dim=config.dim, llm_dim=selector.width).to(selector.device)
+        config = replace(config, layout=config.layout or "after")
     groups = [{"params": list(model.parameters()), "lr": config.lr}]
     if selector.adapter is not None:
         groups.append({"params": selector.lora_parameters(), "lr": config.lora_lr})
