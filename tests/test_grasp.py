@@ -219,7 +219,7 @@ def test_the_probe_loss_reaches_the_gnn_and_checkpoints_from_before_the_probe_st
     del saved["selector"]["layout"]  # written before the choice
     (old / "config.json").write_text(json.dumps(saved))
     save_file({k: v for k, v in weights.items() if not k.startswith("probe.")}, old / "encoder.safetensors")
-    loaded, _, config = load_checkpoint(old, selector=selector)
+    loaded, _, _ = load_checkpoint(old, selector=selector)
     assert torch.equal(loaded.to_llm[0].weight, weights["to_llm.0.weight"])
     assert GraspAnswerer(store, old, encoder=encoder, selector=selector).layout == "after"
     save_file({**weights, "extra.weight": torch.zeros(1)}, old / "encoder.safetensors")
