@@ -164,12 +164,14 @@ def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_
     from kgqa.methods.grasp.data import build_pack, load_pack, save_pack
     from kgqa.methods.grasp.train import GraspTrainConfig, train as run_training
 
-    from kgqa.methods.grasp.selector import LAYOUTS
+    from kgqa.methods.grasp.selector import check_layout
 
     if bool(pack_in) == bool(qa):
         fail("grasp trains from QA files (with a store) or from one --pack FILE")
-    if soft_layout is not None and soft_layout not in LAYOUTS:
-        fail(f"--soft-layout must be {' or '.join(LAYOUTS)}, not {soft_layout!r}")
+    try:
+        check_layout(soft_layout or "after")
+    except ValueError as exc:
+        fail(f"--soft-layout: {exc}")
     if out_dir is None and pack_out is None:
         fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
     try:

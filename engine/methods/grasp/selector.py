@@ -48,6 +48,11 @@ class Selection:
     seconds: float
 
 
+def check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+
+
 def split_names(text: str) -> list[str]:
     return [part.strip().strip(".") for part in text.replace("\n", ";").split(";") if part.strip().strip(".")]
 
@@ -93,8 +98,7 @@ class Selector:
     def inputs(self, question: str, candidates: list[str], soft: torch.Tensor | None, mode: str = "soft", facts: str = "",
                layout: str = "after") -> SelectorInput:
         """`soft` [K, d] (FFN outputs, unscaled) for mode "soft"; `facts` (one per line) for "triples"."""
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+        check_layout(layout)
         interleaved = mode == "soft" and layout == "interleaved"
         graph = {"soft": "" if interleaved else "Graph: " + GRAPH_SLOT, "none": "", "triples": "Facts:\n" + facts}[mode]
         listed = "; ".join(c + GRAPH_SLOT for c in candidates) if interleaved else "; ".join(candidates)

@@ -32,7 +32,7 @@ from kgqa.core.labels import normalise_label
 from kgqa.methods.grasp.data import Example
 from kgqa.methods.grasp.gnn import GraphSoftPrompt
 from kgqa.methods.grasp.labels import farthest, named
-from kgqa.methods.grasp.selector import LAYOUTS, Selector, frozen_selector
+from kgqa.methods.grasp.selector import Selector, check_layout, frozen_selector
 from kgqa.methods.kgfr.train import pick_device
 
 FORMAT = "grasp/1"
@@ -136,8 +136,8 @@ def validate(model: GraphSoftPrompt, selector: Selector, examples: Sequence[Exam
 
 def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log: Callable[[str], None] = print,
           max_steps: int | None = None, selector: Selector | None = None) -> dict:
-    if config.layout is not None and config.layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {config.layout!r})")
+    if config.layout is not None:
+        check_layout(config.layout)
     torch.manual_seed(config.seed)
     history: list = []
     progress = {"epoch": 0, "position": 0, "questions": 0}
