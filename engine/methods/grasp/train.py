@@ -87,7 +87,7 @@ def save_checkpoint(model: GraphSoftPrompt, selector: Selector, config: GraspTra
     meta = {"format": FORMAT,
             "model": {"text_dim": first.in_features, "dim": first.out_features, "layers": len(model.layers), "llm_dim": selector.width},
             "selector": {"model": selector.model_name, "lora": selector.adapter is not None, "prompt": "grasp_select",
-                         "layout": config.layout},
+                         "layout": config.layout or "after"},
             "train": {k: v for k, v in asdict(config).items() if k not in ("data", "device")}, "data": config.data,
             "progress": progress, "history": history}
     (out / "config.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -99,7 +99,7 @@ def soft_tokens(model: GraphSoftPrompt, ex: Example) -> torch.Tensor:
 
 def layout_of(config: dict) -> str:
     """Where a checkpoint's selector reads the soft tokens (checkpoints from before the choice: after the names)."""
-    return config.get("selector", {}).get("layout", "after")
+    return config.get("selector", {}).get("layout") or "after"
 
 
 def probe_loss(logits: torch.Tensor, target: Sequence[int]) -> torch.Tensor:
