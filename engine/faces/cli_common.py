@@ -19,7 +19,7 @@ StoreOpt = Annotated[
     typer.Option("--store", help="Store URL: oxigraph:///abs/path or oxigraph://rel/path [env KGQA_STORE; default oxigraph://.kgqa/store]"),
 ]
 KgOpt = Annotated[Optional[str], typer.Option("--kg", envvar="KGQA_KG", help="KG name inside the store (optional when it holds one KG) [env KGQA_KG]")]
-CheckpointOpt = Annotated[Optional[Path], typer.Option("--checkpoint", help="KGFR checkpoint folder (default: the bundled one, kgfr-multikg)")]
+CheckpointOpt = Annotated[Optional[Path], typer.Option("--checkpoint", help="The method's checkpoint folder (default: its bundled one; one of another method is left to that method)")]
 
 
 def fail(message: str) -> None:
