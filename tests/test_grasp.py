@@ -377,6 +377,47 @@ def test_the_incomplete_copy_drops_the_share_of_each_gold_topics_facts_and_nothi
         incomplete_store([path], "toy", topics, 1.0, 3, tmp_path)
 
 
+def test_runs_that_need_the_same_incomplete_copy_at_once_build_it_once(toy, tmp_path):
+    import threading
+
+    from kgqa.eval.incomplete import gold_topic_iris, incomplete_store
+    from kgqa.loaders.qa import QAExample
+    from kgqa.retrieval.store_url import open_store
+
+    store, path = toy
+    topics = gold_topic_iris(store, [QAExample("1", "who starred in Film One", ("Alice",), ("Film One",))])
+    building, release, waited = threading.Event(), threading.Event(), threading.Event()
+    lines: dict[str, list[str]] = {"first": [], "second": []}
+    urls: dict[str, str] = {}
+
+    def first_progress(line: str) -> None:  # holds the first build open until the second run waits
+        lines["first"].append(line)
+        building.set()
+        release.wait(30)
+
+    def second_progress(line: str) -> None:
+        lines["second"].append(line)
+        waited.set()
+
+    def run(name: str, progress) -> None:  # type: ignore[no-untyped-def]
+        urls[name] = incomplete_store([path], "toy", topics, 0.5, 3, tmp_path, progress=progress)
+
+    first = threading.Thread(target=run, args=("first", first_progress))
+    first.start()
+    assert building.wait(30)
+    second = threading.Thread(target=run, args=("second", second_progress))
+    second.start()
+    assert waited.wait(30), "the second run neither waited nor reported it"
+    release.set()
+    first.join(60)
+    second.join(60)
+    assert urls["first"] == urls["second"]
+    assert any(line.startswith("dropping") for line in lines["first"])
+    assert [line.split(" ")[0] for line in lines["second"]] == ["waiting"]  # it reused the copy, not rebuilt it
+    dropped = (next(tmp_path.glob("incomplete-*")) / "dropped.tsv").read_text().splitlines()
+    assert open_store(urls["first"], "toy").counts().facts == len(TOY) - len(dropped)
+
+
 def test_kgqa_train_method_grasp_writes_a_checkpoint_that_ask_and_the_sdk_run(tmp_path):
     import json
 

@@ -6,11 +6,13 @@ Each gold topic loses round(ratio × its facts) of the facts it is the subject o
 with a seed per (seed, topic), so a topic loses the same facts whichever questions ask about it.
 The copy is built from the KG's source files (line formats: MetaQA, TSV, N-Triples; label files are
 kept whole), because the stores have no delete; it is kept in a folder named by its inputs and
-reused. `dropped.tsv` there lists what was deleted (file, line, subject, relation, object).
+reused. `dropped.tsv` there lists what was deleted (file, line, subject, relation, object). Runs that
+need the same copy at once (two evals side by side) build it once: the others wait for it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import random
@@ -52,7 +54,22 @@ def incomplete_store(kb: Sequence[Path], kg: str, topics: set[str], ratio: float
     url = f"oxigraph://{(folder / 'store').resolve()}"
     if (folder / "done").exists():
         return url
-    shutil.rmtree(folder, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / f".{folder.name}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if progress:
+                progress(f"waiting for another run that is building {folder}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "done").exists():
+            _build(kb, formats, kg, topics, ratio, seed, folder, url, progress)
+    return url
+
+
+def _build(kb: Sequence[Path], formats: Sequence[str], kg: str, topics: set[str], ratio: float, seed: int, folder: Path,
+           url: str, progress: Callable[[str], None] | None) -> None:
+    shutil.rmtree(folder, ignore_errors=True)  # a build cut off before its "done"
     folder.mkdir(parents=True)
     ns = KGNamespace(kg)
     around: dict[str, list[tuple[int, int, SourceFact]]] = defaultdict(list)  # topic → (file, line, fact)
@@ -89,7 +106,6 @@ def incomplete_store(kb: Sequence[Path], kg: str, topics: set[str], ratio: float
     finally:
         writer.close()
     (folder / "done").write_text(json.dumps({"dropped": len(rows), "topics": len(around), "ratio": ratio, "seed": seed}) + "\n")
-    return url
 
 
 def _lines(path: Path):  # type: ignore[no-untyped-def]
