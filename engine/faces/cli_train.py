@@ -168,10 +168,11 @@ def _train_grasp(qa, out_dir, store, kg, pack_in, init, hops, pack_out, max_per_
 
     if bool(pack_in) == bool(qa):
         fail("grasp trains from QA files (with a store) or from one --pack FILE")
-    try:
-        check_layout(soft_layout or "after")
-    except ValueError as exc:
-        fail(f"--soft-layout: {exc}")
+    if soft_layout is not None:  # None: the --init checkpoint's layout
+        try:
+            check_layout(soft_layout)
+        except ValueError as exc:
+            fail(f"--soft-layout: {exc}")
     if out_dir is None and pack_out is None:
         fail("nothing to write: give --out (a checkpoint) and/or --pack-out (a pack)")
     try:

@@ -99,7 +99,7 @@ def soft_tokens(model: GraphSoftPrompt, ex: Example) -> torch.Tensor:
 
 def layout_of(config: dict) -> str:
     """Where a checkpoint's selector reads the soft tokens (checkpoints from before the choice: after the names)."""
-    return config.get("selector", {}).get("layout") or "after"
+    return config.get("selector", {}).get("layout", "after")
 
 
 def probe_loss(logits: torch.Tensor, target: Sequence[int]) -> torch.Tensor:
