@@ -20,7 +20,7 @@ from kgqa.methods.glow.patterns import Pattern, PatternSet, Step, load_patterns
 from kgqa.methods.glow.train import GLOWTrainConfig, train
 from kgqa.llm.prompt import load_prompt
 from kgqa.sparql.embedded import EmbeddedWriter
-from scripted_llm import ScriptedLLM
+from scripted_llm import ScriptedLLM, ScriptedScorer
 
 S1 = shared_data("countries", "countries_S1")
 
@@ -178,6 +178,32 @@ def test_glow_with_a_scripted_llm_maps_the_reply_onto_a_label_in_one_call(world)
         assert (answer.declined is not None) == (label is None)
     failed = build_runner("glow", store, ScriptedLLM(["!error"]), tmp / "ckpt")(q["question"], q["topics"])
     assert failed.answers[0].match == "predicted" and "LLM failed" in failed.trace.fallback
+
+
+def test_calibrated_labels_rank_by_what_the_prompts_content_adds(world):
+    """A scorer that likes " europe" whatever the prompt, and raises the gold label only when it sees
+    the entity: by likelihood alone europe wins; calibrated against the prompt with the question's
+    fields blanked, the gold label does, in one recorded call whose tokens count both prompts."""
+    built, tmp, _, _, store = world
+    q = next(q for q in built.questions if "europe" not in q["answers"])
+    entity, gold = q["topics"][0], q["answers"][0]
+
+    def score(prompt: str, label: str) -> float:
+        prior = -0.5 if label == " europe" else -5.0
+        return prior + (3.0 if label == f" {gold}" and entity in prompt else 0.0)
+
+    picked = {}
+    for calibrate in (False, True):
+        scorer = ScriptedScorer(score)
+        answer = build_runner("glow", store, scorer, tmp / "ckpt", {"calibrate": calibrate, "use_stored": False})(q["question"], q["topics"])
+        [call] = answer.trace.llm_calls
+        picked[calibrate] = (answer.answers[0].label, answer.answers[0].match)
+        assert len(scorer.scored) == 1 + calibrate
+        assert call.prompt_tokens == sum(len(prompt.split()) for prompt, _ in scorer.scored)
+    assert picked == {False: ("europe", "label:likelihood"), True: (gold, "label:calibrated")}
+    blank = scorer.scored[1][0]
+    assert "N/A" in blank and entity not in blank and "associated triples. [N/A]" in blank and "GNN Answer: [N/A]" in blank
+    assert "[africa, americas, asia, europe, oceania]" in blank  # the pattern's label set stays
 
 
 def test_llm_linking_reads_the_schema_line_it_chose():

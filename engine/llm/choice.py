@@ -2,7 +2,14 @@
 decisions). Where the model can score text (a local transformers model), each option is scored by its
 log-likelihood after the prompt and the best is taken; otherwise the model writes a reply and it is
 mapped onto the options: the option it equals (after normalising), else the longest option it
-contains, else the option whose words it shares most."""
+contains, else the option whose words it shares most.
+
+Scored options can be calibrated against a content-free prompt (the same template with the question's
+own fields blanked): each option's score is then log P(option | prompt) − log P(option | content-free
+prompt), the pointwise mutual information of option and content (Holtzman et al. 2021, "Surface Form
+Competition"; Zhao et al. 2021, "Calibrate Before Use", in log space). A small model's likelihoods
+carry a prior over the options themselves (short, frequent, listed-first labels win whatever the
+question); the difference keeps what the question's content adds."""
 
 from __future__ import annotations
 
@@ -20,10 +27,11 @@ from kgqa.llm.session import CallBudgetExceeded, LLMSession
 @dataclass
 class Choice:
     index: int | None  # the chosen class, None when the reply matched none
-    how: str  # likelihood | equal | contains | words | none
+    how: str  # likelihood | calibrated | equal | contains | words | none
     text: str  # the reply ("" when scored)
-    scores: list[float] | None = None  # log-likelihood per class
+    scores: list[float] | None = None  # log-likelihood per class, less the content-free one where calibrated
     prompt: str = ""
+    raw: list[float] | None = None  # log-likelihood per class after the prompt (uncalibrated)
 
 
 def map_onto_labels(reply: str, labels: Sequence[str]) -> tuple[int | None, str]:
@@ -47,11 +55,18 @@ def can_score(llm: LLM) -> bool:
     return bool(getattr(llm, "scores_continuations", False))
 
 
-def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classes: Sequence[str], mode: str, values: dict[str, object]) -> Choice:
+NEUTRAL = "N/A"  # what a content-free prompt holds in place of the question's own fields (Zhao et al. 2021)
+
+
+def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classes: Sequence[str], mode: str, values: dict[str, object],
+           content: Sequence[str] = (), calibrate: bool = False) -> Choice:
     """One LLM call over the prompt filled with `values`: `mode` "likelihood" scores the class labels
-    where the model can, else it generates and the reply is mapped onto them."""
+    where the model can, else it generates and the reply is mapped onto them. With `calibrate`, scored
+    classes are calibrated against the prompt with the `content` fields set to N/A; the call's record
+    counts both prompts."""
     if mode == "likelihood" and can_score(llm):
-        text = load_prompt(prompt_name).render(llm.few_shot, **values)
+        template = load_prompt(prompt_name)
+        text = template.render(llm.few_shot, **values)
         if len(session.calls) >= session.max_calls:
             raise CallBudgetExceeded(f"{purpose}: call {len(session.calls) + 1} is past this method's bound of {session.max_calls}")
         record = LLMCall(purpose, llm.provider, llm.model)
@@ -62,8 +77,22 @@ def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classe
             record.ok, record.error = False, str(error)
             raise
         record.prompt_tokens, record.seconds, record.cached = scored.prompt_tokens, scored.seconds, scored.cached
-        best = max(range(len(classes)), key=lambda i: scored.scores[i])
-        return Choice(best, "likelihood", "", list(scored.scores), text)
+        scores = list(scored.scores)
+        if calibrate:
+            if not content:
+                raise ValueError("calibrate needs the prompt's content fields")
+            blank = template.render(llm.few_shot, **{**values, **{field: NEUTRAL for field in content}})
+            try:
+                prior = llm.continuation_logprobs(blank, [f" {label}" for label in classes])  # type: ignore[attr-defined]
+            except LLMError as error:
+                record.ok, record.error = False, str(error)
+                raise
+            record.prompt_tokens += prior.prompt_tokens
+            record.seconds += prior.seconds
+            record.cached = record.cached and prior.cached
+            scores = [value - base for value, base in zip(scores, prior.scores)]
+        best = max(range(len(classes)), key=lambda i: scores[i])
+        return Choice(best, "calibrated" if calibrate else "likelihood", "", scores, text, list(scored.scores))
     reply = session.ask(purpose, prompt_name, stream=True, **values)
     index, how = map_onto_labels(reply.text, classes)
     return Choice(index, how, reply.text, None, reply.prompt)

@@ -19,6 +19,8 @@ class GLOWOptions:
     choose: str = option("likelihood", "GLOW: how the LLM's class is read: likelihood (each label scored after the prompt, "
                          "where the model can score text; else generate) or generate (its reply mapped onto the labels)",
                          choices=("likelihood", "generate"))
+    calibrate: bool = option(False, "GLOW with an LLM that scores text: rank each label by how much the prompt's content (question, "
+                             "entity, facts, GNN answers) raises its likelihood over the same prompt with them blanked, not by its likelihood alone")
     facts_per_relation: int = option(3, "GLOW: the entity's facts per relation in the g and gn prompts", min=0, max=50)
     use_stored: bool = option(True, "GLOW: answer from the KG where it holds the asked fact (off: always predict)",
                               flags=("--use-stored/--always-predict",))
@@ -36,7 +38,8 @@ def build(context: MethodContext, options: GLOWOptions) -> Runner:
 
     checkpoint = checkpoint_for(context.checkpoint, context.store.kg)
     shared = context.shared(("glow", str(checkpoint)), lambda: GLOWAnswerer(context.store, checkpoint))
-    settings = GLOWSettings(options.variant, options.gnn_top, options.choose, options.facts_per_relation, options.use_stored, options.link)
+    settings = GLOWSettings(options.variant, options.gnn_top, options.choose, options.facts_per_relation, options.use_stored, options.link,
+                            options.calibrate)
     return shared.with_options(settings, context.llm).answer
 
 

@@ -32,6 +32,7 @@ from kgqa.retrieval.text import TextEncoder
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 VARIANTS = ("gn", "g", "n", "l", "llm-only")
+CONTENT = ("question", "entity", "triples", "gnn")  # a question's own prompt fields; the rest is the pattern's
 PROMPTS = {"gn": "glow_gn", "g": "glow_g", "n": "glow_n", "l": "glow_l", "llm-only": "glow_llm_only"}
 
 
@@ -43,6 +44,7 @@ class GLOWSettings:
     facts_per_relation: int = 3
     use_stored: bool = True
     link: str = "phrasings"  # how the pattern is found: phrasings (encoder) | llm (App. A.1's two prompts, where an LLM is given)
+    calibrate: bool = False  # scored labels less their likelihood after the prompt with its content fields blanked (kgqa.llm.choice)
 
 
 def _checkpoint_kg(folder: Path) -> str | None:
@@ -200,7 +202,7 @@ class GLOWAnswerer:
         ns = KGNamespace(self.store.kg)
         try:
             picked: Choice = choose(self.llm, session, f"glow.{variant}", PROMPTS[variant], labels, self.settings.choose,
-                                    self.prompt_values(pattern, entity, facts, gnn, result.question))
+                                    self.prompt_values(pattern, entity, facts, gnn, result.question), CONTENT, self.settings.calibrate)
             result.text = picked.text
             if picked.index is None:
                 result.declined = f"the LLM's reply {picked.text!r} names none of the {len(labels)} {pattern.label_name} classes"
