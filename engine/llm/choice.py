@@ -8,8 +8,10 @@ Scored options can be calibrated against a content-free prompt (the same templat
 own fields blanked): each option's score is then log P(option | prompt) − log P(option | content-free
 prompt), the pointwise mutual information of option and content (Holtzman et al. 2021, "Surface Form
 Competition"; Zhao et al. 2021, "Calibrate Before Use", in log space). A small model's likelihoods
-carry a prior over the options themselves (short, frequent, listed-first labels win whatever the
-question); the difference keeps what the question's content adds."""
+carry a prior over the options themselves, the same whatever the question; the difference keeps what
+the question's content adds. It suits a fixed set of labels (GLOW's classes). It does not suit open
+entity names: on GraSP's answers (Gemma 3 270M, MetaQA) it favoured rare names (the films a question
+passes through) over short common answers (years, genres, languages) and lost 2- and 3-hop questions."""
 
 from __future__ import annotations
 
@@ -31,7 +33,6 @@ class Choice:
     text: str  # the reply ("" when scored)
     scores: list[float] | None = None  # log-likelihood per class, less the content-free one where calibrated
     prompt: str = ""
-    raw: list[float] | None = None  # log-likelihood per class after the prompt (uncalibrated)
 
 
 def map_onto_labels(reply: str, labels: Sequence[str]) -> tuple[int | None, str]:
@@ -92,7 +93,7 @@ def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classe
             record.cached = record.cached and prior.cached
             scores = [value - base for value, base in zip(scores, prior.scores)]
         best = max(range(len(classes)), key=lambda i: scores[i])
-        return Choice(best, "calibrated" if calibrate else "likelihood", "", scores, text, list(scored.scores))
+        return Choice(best, "calibrated" if calibrate else "likelihood", "", scores, text)
     reply = session.ask(purpose, prompt_name, stream=True, **values)
     index, how = map_onto_labels(reply.text, classes)
     return Choice(index, how, reply.text, None, reply.prompt)
