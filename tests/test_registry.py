@@ -125,3 +125,25 @@ def test_a_method_added_by_its_folder_and_one_registry_line_appears_in_every_fac
     assert out["served"][0] == 200 and [a["label"] for a in out["served"][1]["answers"]] == ["Kismet", "Kismet"]
     assert out["served_range"]["error"]["status"] == 422 and "repeat" in out["served_range"]["error"]["reason"]
     assert out["served_foreign"]["error"]["status"] == 422 and "for method 'echo'" in out["served_foreign"]["error"]["reason"]
+
+
+def test_a_mistyped_checkpoint_is_an_error_naming_it_and_another_methods_is_left_to_that_method(tmp_path):
+    """--checkpoint is shared by the methods: one of another method (kgfr's bundled folder here) leaves
+    rapl, glow and grasp on their own bundled ones, but a folder with no checkpoint in it is named in
+    an error instead of being replaced silently by the bundled one."""
+    from kgqa.methods import build_runner
+    from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT as KGFR
+    from kgqa.methods.registry import checkpoint_or_bundled
+    from kgqa.sparql.embedded import EmbeddedWriter
+
+    bundled = tmp_path / "bundled"
+    assert checkpoint_or_bundled(KGFR, "grasp/1", bundled) == bundled
+    assert checkpoint_or_bundled(None, "grasp/1", bundled) == bundled
+    store = EmbeddedWriter.open(None, "countries").reader()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{not json")
+    for method in ("rapl", "glow", "grasp"):
+        with pytest.raises(ValueError, match=f"--checkpoint {tmp_path / 'typo'}: no checkpoint there"):
+            build_runner(method, store, None, tmp_path / "typo")
+        with pytest.raises(ValueError, match="cannot be read as a checkpoint's config"):
+            build_runner(method, store, None, tmp_path / "broken")

@@ -43,14 +43,25 @@ def option(default: Any, help: str, *, min: float | None = None, max: float | No
 
 def checkpoint_or_bundled(given: str | Path | None, fmt: str, bundled: Path) -> Path:
     """`given` when its config.json says it is a checkpoint of format `fmt` (an engine's --checkpoint
-    may be another method's, which this method leaves alone), else `bundled`."""
-    if given and (Path(given) / "config.json").exists():
-        try:
-            if json.loads((Path(given) / "config.json").read_text()).get("format") == fmt:
-                return Path(given)
-        except ValueError:
-            pass
+    may be another method's, which this method leaves alone), else `bundled`. A `given` folder that
+    holds no readable checkpoint at all (a mistyped path) is an error, not a silent fallback."""
+    if not given:
+        return bundled
+    if checkpoint_format(given) == fmt:
+        return Path(given)
     return bundled
+
+
+def checkpoint_format(folder: str | Path) -> str | None:
+    """The `format` a checkpoint folder's config.json names; ValueError naming the folder when there is
+    no checkpoint there."""
+    config = Path(folder) / "config.json"
+    try:
+        return json.loads(config.read_text()).get("format")
+    except FileNotFoundError:
+        raise ValueError(f"--checkpoint {folder}: no checkpoint there ({config} does not exist)") from None
+    except (OSError, ValueError, AttributeError) as error:
+        raise ValueError(f"--checkpoint {folder}: {config} cannot be read as a checkpoint's config ({error})") from None
 
 
 def one_call_with_an_llm(options: Any, topics: int, has_llm: bool) -> int:

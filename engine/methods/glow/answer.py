@@ -27,6 +27,7 @@ from kgqa.methods.glow.llm_link import CALLS as LINK_CALLS, Understood, pick_pat
 from kgqa.methods.glow.patterns import Pattern
 from kgqa.methods.glow.train import FORMAT
 from kgqa.methods.linking_step import link_into
+from kgqa.methods.registry import checkpoint_format
 from kgqa.retrieval.relation_text import TOPIC_MASK
 from kgqa.retrieval.text import TextEncoder
 
@@ -56,8 +57,8 @@ def _checkpoint_kg(folder: Path) -> str | None:
 
 
 def checkpoint_for(given: str | Path | None, kg: str) -> Path:
-    """`given` when it is a GLOW checkpoint, else the bundled one trained on this KG."""
-    if given and _checkpoint_kg(Path(given)) is not None:
+    """`given` when it is a GLOW checkpoint, else (another method's) the bundled one trained on this KG."""
+    if given and checkpoint_format(given) == FORMAT:
         return Path(given)
     bundled = {_checkpoint_kg(p): p for p in sorted(CHECKPOINTS.glob("*")) if p.is_dir()}
     if kg in bundled:
