@@ -3,14 +3,15 @@
     python bench/glow.py build --work /tmp/glow               # benchmarks (kgqa openworld build) + embedded stores
     python bench/glow.py train --work /tmp/glow               # one checkpoint per KG
     python bench/glow.py bundle --work /tmp/glow              # copy them into the package, each with a README
-    python bench/glow.py table --work /tmp/glow --llm gemma3-270m [--per-pattern 20] [--generate] [--calibrate] [--llm-cache DIR]
+    python bench/glow.py table --work /tmp/glow --llm gemma3-270m [--per-pattern 20] [--generate] [--plain] [--llm-cache DIR]
     python bench/glow.py link --work /tmp/glow --llm gemma3-270m [--per-pattern 20]   # linking: phrasings vs the LLM (App. A.1)
 
 The table: accuracy per pattern (the answer is one of the deleted facts' classes) of the majority
 class, the GNN alone, and the LLM with each prompt variant (llm-only, L, G, N, GN), the LLM choosing
-by label log-likelihood; --generate adds free generation mapped onto the labels for llm-only and GN;
---calibrate adds each variant with its labels' likelihoods calibrated against the content-free prompt
-(`--calibrate` of the glow method; columns "<variant>-cal").
+by label log-likelihood, calibrated (the glow method's default: less the likelihood after the prompt
+with the question's fields set to N/A, plus the log of the class's share in the KG); --plain adds each
+variant by likelihood alone (`--no-calibrate`; columns "<variant>-plain"); --generate adds free
+generation mapped onto the labels for llm-only and GN.
 Questions are the first N per pattern of each benchmark (they were drawn at random when it was built).
 
 `link` scores the linking alone, with no topic given: the share of questions whose pattern (target
@@ -127,7 +128,7 @@ def checkpoint_readme(kg: str, meta: dict) -> str:
 
 
 def table(work: Path, only: list[str] | None, llm_spec: str | None, per_pattern: int, generate: bool, cache: Path | None,
-          calibrate: bool = False) -> None:
+          plain: bool = False) -> None:
     from kgqa.llm.spec import open_llm
 
     llm = open_llm(llm_spec, cache) if llm_spec else None
@@ -142,8 +143,8 @@ def table(work: Path, only: list[str] | None, llm_spec: str | None, per_pattern:
         runs = {"gnn": build_runner("glow", store, None, checkpoint, {"use_stored": False})}
         if llm is not None:
             runs.update({v: build_runner("glow", store, llm, checkpoint, {"variant": v, "use_stored": False}) for v in VARIANTS})
-            if calibrate:
-                runs.update({f"{v}-cal": build_runner("glow", store, llm, checkpoint, {"variant": v, "calibrate": True, "use_stored": False})
+            if plain:
+                runs.update({f"{v}-plain": build_runner("glow", store, llm, checkpoint, {"variant": v, "calibrate": False, "use_stored": False})
                              for v in VARIANTS})
             if generate:
                 runs.update({f"{v}-gen": build_runner("glow", store, llm, checkpoint, {"variant": v, "choose": "generate", "use_stored": False})
@@ -236,7 +237,7 @@ def main() -> None:
     parser.add_argument("--llm-cache", type=Path)
     parser.add_argument("--per-pattern", type=int, default=20)
     parser.add_argument("--generate", action="store_true")
-    parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.step == "build":
@@ -248,7 +249,7 @@ def main() -> None:
     elif args.step == "link":
         link(args.work, args.only, args.llm or "gemma3-270m", args.per_pattern, args.llm_cache)
     else:
-        table(args.work, args.only, args.llm, args.per_pattern, args.generate, args.llm_cache, args.calibrate)
+        table(args.work, args.only, args.llm, args.per_pattern, args.generate, args.llm_cache, args.plain)
 
 
 if __name__ == "__main__":

@@ -180,10 +180,11 @@ def test_glow_with_a_scripted_llm_maps_the_reply_onto_a_label_in_one_call(world)
     assert failed.answers[0].match == "predicted" and "LLM failed" in failed.trace.fallback
 
 
-def test_calibrated_labels_rank_by_what_the_prompts_content_adds(world):
+def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_kgs_class_shares(world):
     """A scorer that likes " europe" whatever the prompt, and raises the gold label only when it sees
-    the entity: by likelihood alone europe wins; calibrated against the prompt with the question's
-    fields blanked, the gold label does, in one recorded call whose tokens count both prompts."""
+    the entity: by likelihood alone europe wins; calibrated (the default) against the prompt with the
+    question's fields blanked, the gold label does, in one recorded call whose tokens count both
+    prompts. A scorer the prompt does not move at all leaves only the KG's class shares to decide."""
     built, tmp, _, _, store = world
     q = next(q for q in built.questions if "europe" not in q["answers"])
     entity, gold = q["topics"][0], q["answers"][0]
@@ -193,17 +194,23 @@ def test_calibrated_labels_rank_by_what_the_prompts_content_adds(world):
         return prior + (3.0 if label == f" {gold}" and entity in prompt else 0.0)
 
     picked = {}
-    for calibrate in (False, True):
+    for name, options in (("plain", {"calibrate": False}), ("default", {})):
         scorer = ScriptedScorer(score)
-        answer = build_runner("glow", store, scorer, tmp / "ckpt", {"calibrate": calibrate, "use_stored": False})(q["question"], q["topics"])
+        answer = build_runner("glow", store, scorer, tmp / "ckpt", {**options, "use_stored": False})(q["question"], q["topics"])
         [call] = answer.trace.llm_calls
-        picked[calibrate] = (answer.answers[0].label, answer.answers[0].match)
-        assert len(scorer.scored) == 1 + calibrate
+        picked[name] = (answer.answers[0].label, answer.answers[0].match)
+        assert len(scorer.scored) == (1 if name == "plain" else 2)
         assert call.prompt_tokens == sum(len(prompt.split()) for prompt, _ in scorer.scored)
-    assert picked == {False: ("europe", "label:likelihood"), True: (gold, "label:calibrated")}
+    assert picked == {"plain": ("europe", "label:likelihood"), "default": (gold, "label:calibrated")}
     blank = scorer.scored[1][0]
     assert "N/A" in blank and entity not in blank and "associated triples. [N/A]" in blank and "GNN Answer: [N/A]" in blank
     assert "[africa, americas, asia, europe, oceania]" in blank  # the pattern's label set stays
+
+    shares = GLOWAnswerer(store, tmp / "ckpt").checkpoint.class_prior["country-region"]
+    assert abs(sum(shares) - 1) < 1e-6 and len(set(round(x, 3) for x in shares)) > 1
+    unmoved = build_runner("glow", store, ScriptedScorer(lambda prompt, label: -1.0), tmp / "ckpt", {"use_stored": False})
+    labels = ["africa", "americas", "asia", "europe", "oceania"]
+    assert {unmoved(q["question"], q["topics"]).answers[0].label for q in built.questions} == {labels[shares.index(max(shares))]}
 
 
 def test_llm_linking_reads_the_schema_line_it_chose():

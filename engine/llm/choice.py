@@ -8,13 +8,17 @@ Scored options can be calibrated against a content-free prompt (the same templat
 own fields blanked): each option's score is then log P(option | prompt) − log P(option | content-free
 prompt), the pointwise mutual information of option and content (Holtzman et al. 2021, "Surface Form
 Competition"; Zhao et al. 2021, "Calibrate Before Use", in log space). A small model's likelihoods
-carry a prior over the options themselves, the same whatever the question; the difference keeps what
-the question's content adds. It suits a fixed set of labels (GLOW's classes). It does not suit open
-entity names: on GraSP's answers (Gemma 3 270M, MetaQA) it favoured rare names (the films a question
-passes through) over short common answers (years, genres, languages) and lost 2- and 3-hop questions."""
+carry a prior over the options themselves, the same whatever the question; the difference removes it.
+Where the options' true shares are known (a KG's class frequencies), their log is added back: the
+model's own prior is replaced by the data's (Bayes' rule under a change of prior; Saerens et al.
+2002). Without that, rare classes win where one class is common (FB15k-237's film languages). It
+suits a fixed set of labels (GLOW's classes), not open entity names: on GraSP's answers (Gemma 3
+270M, MetaQA) PMI favoured rare names (the films a question passes through) over short common
+answers (years, genres, languages) and lost 2- and 3-hop questions."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,11 +64,12 @@ NEUTRAL = "N/A"  # what a content-free prompt holds in place of the question's o
 
 
 def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classes: Sequence[str], mode: str, values: dict[str, object],
-           content: Sequence[str] = (), calibrate: bool = False) -> Choice:
+           content: Sequence[str] = (), calibrate: bool = False, prior: Sequence[float] | None = None) -> Choice:
     """One LLM call over the prompt filled with `values`: `mode` "likelihood" scores the class labels
     where the model can, else it generates and the reply is mapped onto them. With `calibrate`, scored
-    classes are calibrated against the prompt with the `content` fields set to N/A; the call's record
-    counts both prompts."""
+    classes are calibrated against the prompt with the `content` fields set to N/A, and where a `prior`
+    (each class's share, summing to 1) is given its log is added back; the call's record counts both
+    prompts."""
     if mode == "likelihood" and can_score(llm):
         template = load_prompt(prompt_name)
         text = template.render(llm.few_shot, **values)
@@ -84,14 +89,18 @@ def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classe
                 raise ValueError("calibrate needs the prompt's content fields")
             blank = template.render(llm.few_shot, **{**values, **{field: NEUTRAL for field in content}})
             try:
-                prior = llm.continuation_logprobs(blank, [f" {label}" for label in classes])  # type: ignore[attr-defined]
+                blanked = llm.continuation_logprobs(blank, [f" {label}" for label in classes])  # type: ignore[attr-defined]
             except LLMError as error:
                 record.ok, record.error = False, str(error)
                 raise
-            record.prompt_tokens += prior.prompt_tokens
-            record.seconds += prior.seconds
-            record.cached = record.cached and prior.cached
-            scores = [value - base for value, base in zip(scores, prior.scores)]
+            record.prompt_tokens += blanked.prompt_tokens
+            record.seconds += blanked.seconds
+            record.cached = record.cached and blanked.cached
+            scores = [value - base for value, base in zip(scores, blanked.scores)]
+            if prior is not None:
+                if len(prior) != len(classes):
+                    raise ValueError(f"prior: {len(prior)} shares for {len(classes)} classes")
+                scores = [value + math.log(max(share, 1e-9)) for value, share in zip(scores, prior)]
         best = max(range(len(classes)), key=lambda i: scores[i])
         return Choice(best, "calibrated" if calibrate else "likelihood", "", scores, text)
     reply = session.ask(purpose, prompt_name, stream=True, **values)

@@ -19,8 +19,9 @@ class GLOWOptions:
     choose: str = option("likelihood", "GLOW: how the LLM's class is read: likelihood (each label scored after the prompt, "
                          "where the model can score text; else generate) or generate (its reply mapped onto the labels)",
                          choices=("likelihood", "generate"))
-    calibrate: bool = option(False, "GLOW with an LLM that scores text: rank each label by how much the prompt's content (question, "
-                             "entity, facts, GNN answers) raises its likelihood over the same prompt with them blanked, not by its likelihood alone")
+    calibrate: bool = option(True, "GLOW with an LLM that scores text: rank each label by log P(label | prompt) − log P(label | the prompt with "
+                             "question, entity, facts and GNN answers set to N/A) + log (the label's share in the KG, from the checkpoint): the "
+                             "model's own preference among the labels is replaced by the KG's (off: log P(label | prompt) alone)")
     facts_per_relation: int = option(3, "GLOW: the entity's facts per relation in the g and gn prompts", min=0, max=50)
     use_stored: bool = option(True, "GLOW: answer from the KG where it holds the asked fact (off: always predict)",
                               flags=("--use-stored/--always-predict",))

@@ -45,7 +45,7 @@ class GLOWSettings:
     facts_per_relation: int = 3
     use_stored: bool = True
     link: str = "phrasings"  # how the pattern is found: phrasings (encoder) | llm (App. A.1's two prompts, where an LLM is given)
-    calibrate: bool = False  # scored labels less their likelihood after the prompt with its content fields blanked (kgqa.llm.choice)
+    calibrate: bool = True  # scored labels: less their likelihood after the prompt with its content fields blanked, plus the log of their share (kgqa.llm.choice)
 
 
 def _checkpoint_kg(folder: Path) -> str | None:
@@ -81,6 +81,7 @@ class GLOWCheckpoint:
             self.entities = [str(e) for e in data["entities"]]
             self.classes = {p.name: data[f"{p.name}/classes"] for p in self.patterns}
             self.scores = {p.name: data[f"{p.name}/scores"].astype(np.float32) for p in self.patterns}
+        self.class_prior = {p.name: self._shares(p) for p in self.patterns}
         self._rows: dict[str, dict[str, int]] = {}
 
     def rows(self, kg: str) -> dict[str, int]:
@@ -89,6 +90,13 @@ class GLOWCheckpoint:
             ns = KGNamespace(kg)
             self._rows[kg] = {ns.entity(e): i for i, e in enumerate(self.entities)}
         return self._rows[kg]
+
+    def _shares(self, pattern: Pattern) -> list[float]:
+        """Each class's share in the KG, estimated as the RGCN's top-k probabilities summed over every
+        entity the checkpoint holds (a class outside an entity's top k counts 0 there)."""
+        mass = np.bincount(self.classes[pattern.name].ravel().astype(np.int64), weights=self.scores[pattern.name].ravel().astype(np.float64),
+                           minlength=len(pattern.labels))
+        return (mass / mass.sum()).tolist() if mass.sum() > 0 else [1.0 / len(pattern.labels)] * len(pattern.labels)
 
     def top(self, pattern: str, row: int, k: int) -> list[tuple[int, float]]:
         return [(int(c), float(s)) for c, s in zip(self.classes[pattern][row, :k], self.scores[pattern][row, :k])]
@@ -203,7 +211,8 @@ class GLOWAnswerer:
         ns = KGNamespace(self.store.kg)
         try:
             picked: Choice = choose(self.llm, session, f"glow.{variant}", PROMPTS[variant], labels, self.settings.choose,
-                                    self.prompt_values(pattern, entity, facts, gnn, result.question), CONTENT, self.settings.calibrate)
+                                    self.prompt_values(pattern, entity, facts, gnn, result.question), CONTENT, self.settings.calibrate,
+                                    self.checkpoint.class_prior[pattern.name])
             result.text = picked.text
             if picked.index is None:
                 result.declined = f"the LLM's reply {picked.text!r} names none of the {len(labels)} {pattern.label_name} classes"
