@@ -35,7 +35,7 @@ class Choice:
     index: int | None  # the chosen class, None when the reply matched none
     how: str  # likelihood | calibrated | equal | contains | words | none
     text: str  # the reply ("" when scored)
-    scores: list[float] | None = None  # log-likelihood per class, less the content-free one where calibrated
+    scores: list[float] | None = None  # log-likelihood per class; calibrated: less the content-free one, plus log share
     prompt: str = ""
 
 

@@ -45,11 +45,7 @@ def checkpoint_or_bundled(given: str | Path | None, fmt: str, bundled: Path) -> 
     """`given` when its config.json says it is a checkpoint of format `fmt` (an engine's --checkpoint
     may be another method's, which this method leaves alone), else `bundled`. A `given` folder that
     holds no readable checkpoint at all (a mistyped path) is an error, not a silent fallback."""
-    if not given:
-        return bundled
-    if checkpoint_format(given) == fmt:
-        return Path(given)
-    return bundled
+    return Path(given) if given and checkpoint_format(given) == fmt else bundled
 
 
 def checkpoint_format(folder: str | Path) -> str | None:

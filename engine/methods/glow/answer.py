@@ -45,7 +45,7 @@ class GLOWSettings:
     facts_per_relation: int = 3
     use_stored: bool = True
     link: str = "phrasings"  # how the pattern is found: phrasings (encoder) | llm (App. A.1's two prompts, where an LLM is given)
-    calibrate: bool = True  # scored labels: less their likelihood after the prompt with its content fields blanked, plus the log of their share (kgqa.llm.choice)
+    calibrate: bool = True  # scored labels: less their content-free likelihood, plus their log share in the KG (kgqa.llm.choice)
 
 
 def _checkpoint_kg(folder: Path) -> str | None:
