@@ -208,9 +208,11 @@ def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_kgs_cl
 
     shares = GLOWAnswerer(store, tmp / "ckpt").checkpoint.class_prior["country-region"]
     assert abs(sum(shares) - 1) < 1e-6 and len(set(round(x, 3) for x in shares)) > 1
-    unmoved = build_runner("glow", store, ScriptedScorer(lambda prompt, label: -1.0), tmp / "ckpt", {"use_stored": False})
+    flat = ScriptedScorer(lambda prompt, label: -1.0)
+    unmoved = build_runner("glow", store, flat, tmp / "ckpt", {"use_stored": False})
     labels = ["africa", "americas", "asia", "europe", "oceania"]
     assert {unmoved(q["question"], q["topics"]).answers[0].label for q in built.questions} == {labels[shares.index(max(shares))]}
+    assert len(flat.scored) == len(built.questions) + 1  # the content-free prompt, the same for every question, is scored once
 
 
 def test_llm_linking_reads_the_schema_line_it_chose():

@@ -64,12 +64,14 @@ NEUTRAL = "N/A"  # what a content-free prompt holds in place of the question's o
 
 
 def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classes: Sequence[str], mode: str, values: dict[str, object],
-           content: Sequence[str] = (), calibrate: bool = False, prior: Sequence[float] | None = None) -> Choice:
+           content: Sequence[str] = (), calibrate: bool = False, prior: Sequence[float] | None = None,
+           memo: dict[tuple, list[float]] | None = None) -> Choice:
     """One LLM call over the prompt filled with `values`: `mode` "likelihood" scores the class labels
     where the model can, else it generates and the reply is mapped onto them. With `calibrate`, scored
     classes are calibrated against the prompt with the `content` fields set to N/A, and where a `prior`
     (each class's share, summing to 1) is given its log is added back; the call's record counts both
-    prompts."""
+    prompts. `memo` keeps content-free scores across calls (the content-free prompt of a fixed template
+    and label set is the same for every question): one scored there is not scored or counted again."""
     if mode == "likelihood" and can_score(llm):
         template = load_prompt(prompt_name)
         text = template.render(llm.few_shot, **values)
@@ -77,26 +79,32 @@ def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classe
             raise CallBudgetExceeded(f"{purpose}: call {len(session.calls) + 1} is past this method's bound of {session.max_calls}")
         record = LLMCall(purpose, llm.provider, llm.model)
         session.calls.append(record)
-        try:
-            scored = llm.continuation_logprobs(text, [f" {label}" for label in classes])  # type: ignore[attr-defined]
-        except LLMError as error:
-            record.ok, record.error = False, str(error)
-            raise
-        record.prompt_tokens, record.seconds, record.cached = scored.prompt_tokens, scored.seconds, scored.cached
-        scores = list(scored.scores)
+        cached: list[bool] = []
+
+        def score(prompt: str) -> list[float]:
+            try:
+                scored = llm.continuation_logprobs(prompt, [f" {label}" for label in classes])  # type: ignore[attr-defined]
+            except LLMError as error:
+                record.ok, record.error = False, str(error)
+                raise
+            record.prompt_tokens += scored.prompt_tokens
+            record.seconds += scored.seconds
+            cached.append(scored.cached)
+            record.cached = all(cached)
+            return list(scored.scores)
+
+        scores = score(text)
         if calibrate:
             if not content:
                 raise ValueError("calibrate needs the prompt's content fields")
             blank = template.render(llm.few_shot, **{**values, **{field: NEUTRAL for field in content}})
-            try:
-                blanked = llm.continuation_logprobs(blank, [f" {label}" for label in classes])  # type: ignore[attr-defined]
-            except LLMError as error:
-                record.ok, record.error = False, str(error)
-                raise
-            record.prompt_tokens += blanked.prompt_tokens
-            record.seconds += blanked.seconds
-            record.cached = record.cached and blanked.cached
-            scores = [value - base for value, base in zip(scores, blanked.scores)]
+            key = (llm.provider, llm.model, blank, tuple(classes))
+            base = memo.get(key) if memo is not None else None
+            if base is None:
+                base = score(blank)
+                if memo is not None:
+                    memo[key] = base
+            scores = [value - b for value, b in zip(scores, base)]
             if prior is not None:
                 if len(prior) != len(classes):
                     raise ValueError(f"prior: {len(prior)} shares for {len(classes)} classes")

@@ -108,6 +108,7 @@ class GLOWAnswerer:
         self.checkpoint = GLOWCheckpoint(checkpoint)
         self.encoder = encoder or TextEncoder()
         self.settings, self.llm = GLOWSettings(), None
+        self._content_free: dict[tuple, list[float]] = {}  # kgqa.llm.choice's memo, shared by with_options copies
         phrasings = [(i, p.replace("{entity}", TOPIC_MASK)) for i, pattern in enumerate(self.checkpoint.patterns) for p in pattern.phrasings]
         self._phrasing_owner = [i for i, _ in phrasings]
         self._phrasing_vectors = self.encoder.encode([text for _, text in phrasings])
@@ -212,7 +213,7 @@ class GLOWAnswerer:
         try:
             picked: Choice = choose(self.llm, session, f"glow.{variant}", PROMPTS[variant], labels, self.settings.choose,
                                     self.prompt_values(pattern, entity, facts, gnn, result.question), CONTENT, self.settings.calibrate,
-                                    self.checkpoint.class_prior[pattern.name])
+                                    self.checkpoint.class_prior[pattern.name], self._content_free)
             result.text = picked.text
             if picked.index is None:
                 result.declined = f"the LLM's reply {picked.text!r} names none of the {len(labels)} {pattern.label_name} classes"
