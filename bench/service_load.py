@@ -10,7 +10,11 @@ the same Virtuoso in the same run, first, so that before and after share the mac
 service gets its own defaults unless --max-concurrent is given (REV's runs with --max-concurrent 32,
 as this bench used to).
 
-Prints a Markdown table; saves bench/results/service_load.json.
+It also counts where the CPU went during the measured window (/proc: the service, the store server,
+this client process, and the whole machine), as core-ms per answered request, and the ceiling that
+puts on req/s: the machine's cores divided by the core-ms all three spend on one request.
+
+Prints Markdown tables; saves bench/results/service_load.json.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -47,6 +52,18 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds all cores spent outside idle and iowait since boot (/proc/stat's first line)."""
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in Path("/proc/stat").read_text().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def run_clients(url: str, questions: list[tuple[str, list[str]]], clients: int, seconds: float, max_requests: int) -> dict:
@@ -110,7 +127,8 @@ def package_of(rev: str, into: Path) -> Path:
     return into / "pkg"
 
 
-def load_service(store: str, questions: list, args: argparse.Namespace, log_dir: Path, env: dict[str, str], flags: list[str]) -> dict:
+def load_service(store: str, store_pid: int, questions: list, args: argparse.Namespace, log_dir: Path, env: dict[str, str],
+                 flags: list[str]) -> dict:
     with KgqaService(store, *flags, kg="metaqa", log_dir=log_dir, env=env) as service:
         assert service.proc is not None
         pid = service.proc.pid
@@ -125,8 +143,12 @@ def load_service(store: str, questions: list, args: argparse.Namespace, log_dir:
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
+        processes = {"service": pid, "store": store_pid, "clients": os.getpid()}
+        cpu_before = {name: cpu_s(p) for name, p in processes.items()} | {"machine": machine_busy_s()}
         result = run_clients(service.url, questions, args.clients, args.seconds, args.max_requests)
+        cpu_after = {name: cpu_s(p) for name, p in processes.items()} | {"machine": machine_busy_s()}
         stop_sampling.set()
+        result["cpu_s"] = {name: cpu_after[name] - cpu_before[name] for name in cpu_after}
         rss_end = rss_mb(pid)
         result.update({"rss_samples_mb": samples, "service_env": env, "flags": flags, "warmup_requests": warm["requests"],
                        "rss_start_mb": rss_start, "rss_end_mb": rss_end, "rss_growth": (rss_end - rss_start) / rss_start,
@@ -160,15 +182,16 @@ def main() -> int:
         known = {label for i in range(0, len(labels), 1000) for label, hits in reader.resolve(labels[i:i + 1000]).items() if hits}
         reader.close()
         questions = [(q, topics) for q, topics in questions if topics and all(t in known for t in topics)]
+        assert virtuoso.proc is not None
         env = dict(item.split("=", 1) for item in args.service_env)
         store = "sparql+" + virtuoso.sparql_url
         runs: dict[str, dict] = {}
         if args.compare:
             old_flags = ["--max-concurrent", str(args.max_concurrent or 32)]
             pythonpath = package_of(args.compare, Path(tmp) / "compare")
-            runs[f"before ({args.compare})"] = load_service(store, questions, args, Path(tmp), {**env, "PYTHONPATH": str(pythonpath)}, old_flags)
+            runs[f"before ({args.compare})"] = load_service(store, virtuoso.proc.pid, questions, args, Path(tmp), {**env, "PYTHONPATH": str(pythonpath)}, old_flags)
         flags = ["--max-concurrent", str(args.max_concurrent)] if args.max_concurrent else []
-        runs["now"] = load_service(store, questions, args, Path(tmp), env, flags)
+        runs["now"] = load_service(store, virtuoso.proc.pid, questions, args, Path(tmp), env, flags)
     summary = {"questions_pool": len(questions), "clients": args.clients, "seconds": args.seconds, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1))
@@ -180,6 +203,17 @@ def main() -> int:
         errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
         print(f"| {name} | {' '.join(r['flags']) or 'defaults'} | {r['requests']} | {r['req_per_s']:.1f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | "
               f"{r['p99_ms'] / r['p50_ms']:.1f} | {errors} | {r['rss_start_mb']:.0f} | {r['rss_end_mb']:.0f} | {100 * r['rss_growth']:+.1f}% |")
+    cores = os.cpu_count() or 1
+    print(f"\nCPU during the measured window, core-ms per answered request ({cores} cores; the ceiling is {cores} × 1000 ms "
+          "over what the service, the store and the clients spend on one request):\n")
+    print("| service | service | store (Virtuoso) | clients | all three | whole machine | machine busy | req/s ceiling | req/s measured |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in runs.items():
+        per = {k: 1000 * v / max(1, r["ok"]) for k, v in r["cpu_s"].items()}
+        three = per["service"] + per["store"] + per["clients"]
+        busy = r["cpu_s"]["machine"] / (cores * r["wall_s"])
+        print(f"| {name} | {per['service']:.1f} | {per['store']:.1f} | {per['clients']:.1f} | {three:.1f} | {per['machine']:.1f} | "
+              f"{100 * busy:.0f}% | {cores * 1000 / three:.1f} | {r['req_per_s']:.1f} |")
     if len(runs) == 2:
         before, now = runs.values()
         print(f"\nreq/s now / before: {now['req_per_s'] / before['req_per_s']:.2f}x")
