@@ -48,6 +48,25 @@ def test_ask_without_an_llm_is_the_kgfr_ranking(engine):
     assert 0.0 <= data["confidence"] <= 1.0 and data["declined"] is None
 
 
+def test_given_topics_are_looked_up_in_the_store_once_per_question(store):
+    """ask and stream check the given topics with one label look-up, and the method's linking reuses
+    it instead of asking the store again (a round trip per request to a remote store)."""
+    looked_up: list[list[str]] = []
+    real = store.resolve
+    store.resolve = lambda labels: looked_up.append(list(labels)) or real(labels)
+    try:
+        with Engine(store) as engine:
+            asked = engine.ask("who directed Kismet", topics=["Kismet"])
+            streamed = [e for e in engine.stream("who directed Kismet", topics=["Kismet"]) if isinstance(e, Final)]
+            with pytest.raises(EntityNotFound, match="Nowhere Film"):
+                engine.ask("who directed it", topics=["Nowhere Film"])
+    finally:
+        del store.resolve
+    assert [t["label"] for t in asked.topics] == ["Kismet"] and asked.answers
+    assert streamed[0].answer.answers[0].label == asked.answers[0].label
+    assert looked_up == [["Kismet"], ["Kismet"], ["Nowhere Film"]]
+
+
 def test_below_the_answerability_threshold_the_answer_is_declined_with_the_closest_evidence(store, engine):
     answered = engine.ask("who directed Kismet")
     with Engine(store, decline_below=1.0) as strict:  # nothing short of certainty is answered

@@ -30,8 +30,10 @@ from kgqa.core.answer import Answer
 from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.core.events import Event, Final, events_to
 from kgqa.core.store import GraphStore
+from kgqa.core.types import LinkedEntity
 from kgqa.llm.protocol import LLM
 from kgqa.methods import REGISTRY, MethodContext, Runner
+from kgqa.retrieval.linking import topics_resolved
 
 MAX_QUESTION_CHARS = 2000
 
@@ -87,18 +89,23 @@ class Engine:
         engine's options of that method for this call."""
         question = _checked_question(question)
         runner = self.runner(method, **options)
-        self._check_topics(topics)
-        return runner(question, topics)
+        found = self._check_topics(topics)
+        if found is None:
+            return runner(question, topics)
+        with topics_resolved(self.store, topics, found):  # type: ignore[arg-type]
+            return runner(question, topics)  # its linking reuses the look-up just made
 
-    def _check_topics(self, topics: list[str] | None) -> None:
-        """Given topics must each name an entity of the KG (one label look-up for all)."""
+    def _check_topics(self, topics: list[str] | None) -> dict[str, list[LinkedEntity]] | None:
+        """Given topics must each name an entity of the KG (one label look-up for all, returned)."""
         if topics is None:
-            return
+            return None
         if not isinstance(topics, list) or not all(isinstance(t, str) and t.strip() for t in topics):
             raise ValueError("topics must be a list of non-empty labels")
-        missing = [label for label, hits in self.store.resolve(topics).items() if not hits]
+        found = self.store.resolve(topics)
+        missing = [label for label, hits in found.items() if not hits]
         if missing:
             raise EntityNotFound(f"topic(s) {missing} are not entities of KG {self.store.kg!r}")
+        return found
 
     async def aask(self, question: str, topics: list[str] | None = None, method: str | None = None, **options: Any) -> Answer:
         """`ask` without blocking the event loop (the work runs in a worker thread)."""
@@ -109,13 +116,13 @@ class Engine:
         `Final` — while the question is answered in a worker thread. An error is raised here."""
         runner = self.runner(method, **options)
         question = _checked_question(question)
-        self._check_topics(topics)
+        found = self._check_topics(topics)
         events: queue.Queue = queue.Queue()
         done = object()
 
         def work() -> None:
             try:
-                with events_to(events.put):
+                with events_to(events.put), topics_resolved(self.store, topics or [], found or {}):
                     answer = runner(question, topics)
                 events.put(Final(answer))
             except BaseException as error:  # handed to the consumer, raised there

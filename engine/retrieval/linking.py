@@ -7,9 +7,12 @@ matched at all, sentence-embedding similarity. All candidates stay in the trace.
 
 from __future__ import annotations
 
+import contextvars
 import difflib
 import functools
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kgqa.retrieval.label_index import LabelIndex, index_for
@@ -195,10 +198,26 @@ def _written_as_title(i: int, j: int, text: str) -> bool:
     return i > 0 and j - i > 1 and text[:1].isupper()
 
 
+_RESOLVED: contextvars.ContextVar[tuple[GraphStore, tuple[str, ...], dict[str, list[LinkedEntity]]] | None] = contextvars.ContextVar(
+    "kgqa_resolved_topics", default=None)
+
+
+@contextmanager
+def topics_resolved(store: GraphStore, topics: list[str], found: dict[str, list[LinkedEntity]]) -> Iterator[None]:
+    """Within this block, `link_or_resolve` of these topics on this store uses `found` (a caller that
+    has just resolved them to check them) instead of asking the store again."""
+    token = _RESOLVED.set((store, tuple(topics), found))
+    try:
+        yield
+    finally:
+        _RESOLVED.reset(token)
+
+
 def link_or_resolve(store: GraphStore, question: str, topics: list[str] | None = None, encoder=None) -> Linking:  # type: ignore[no-untyped-def]
     """The question's topic entities: the given topic labels resolved (first hit each), or linked
     from the question when none are given."""
     if topics is None:
         return link(store, question, encoder=encoder)
-    found = store.resolve(topics)
+    known = _RESOLVED.get()
+    found = known[2] if known is not None and known[0] is store and known[1] == tuple(topics) else store.resolve(topics)
     return Linking([hits[0] for hits in found.values() if hits], {k: v for k, v in found.items() if v})
