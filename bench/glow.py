@@ -9,7 +9,8 @@
 The table: accuracy per pattern (the answer is one of the deleted facts' classes) of the majority
 class, the GNN alone, and the LLM with each prompt variant (llm-only, L, G, N, GN), the LLM choosing
 by label log-likelihood, calibrated (the glow method's default: less the likelihood after the prompt
-with the question's fields set to N/A, plus the log of the class's share in the KG); --plain adds each
+with the question's fields set to N/A, plus the log of the class's prior: the GNN's probability for the
+entity in N and GN, its share in the KG in L and G); --plain adds each
 variant by likelihood alone (`--no-calibrate`; columns "<variant>-plain"); --generate adds free
 generation mapped onto the labels for llm-only and GN.
 Questions are the first N per pattern of each benchmark (they were drawn at random when it was built).

@@ -180,11 +180,13 @@ def test_glow_with_a_scripted_llm_maps_the_reply_onto_a_label_in_one_call(world)
     assert failed.answers[0].match == "predicted" and "LLM failed" in failed.trace.fallback
 
 
-def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_kgs_class_shares(world):
+def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_prior(world):
     """A scorer that likes " europe" whatever the prompt, and raises the gold label only when it sees
     the entity: by likelihood alone europe wins; calibrated (the default) against the prompt with the
     question's fields blanked, the gold label does, in one recorded call whose tokens count both
-    prompts. A scorer the prompt does not move at all leaves only the KG's class shares to decide."""
+    prompts. A scorer the prompt does not move at all leaves only the prior to decide: the GNN's
+    prediction for the entity where the prompt shows the GNN's answers (GN, N), the KG's class shares
+    where it does not (G, L)."""
     built, tmp, _, _, store = world
     q = next(q for q in built.questions if "europe" not in q["answers"])
     entity, gold = q["topics"][0], q["answers"][0]
@@ -208,11 +210,16 @@ def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_kgs_cl
 
     shares = GLOWAnswerer(store, tmp / "ckpt").checkpoint.class_prior["country-region"]
     assert abs(sum(shares) - 1) < 1e-6 and len(set(round(x, 3) for x in shares)) > 1
-    flat = ScriptedScorer(lambda prompt, label: -1.0)
-    unmoved = build_runner("glow", store, flat, tmp / "ckpt", {"use_stored": False})
     labels = ["africa", "americas", "asia", "europe", "oceania"]
-    assert {unmoved(q["question"], q["topics"]).answers[0].label for q in built.questions} == {labels[shares.index(max(shares))]}
-    assert len(flat.scored) == len(built.questions) + 1  # the content-free prompt, the same for every question, is scored once
+    gnn_only = build_runner("glow", store, None, tmp / "ckpt", {"use_stored": False})
+    gnn_top = [gnn_only(q["question"], q["topics"]).answers[0].label for q in built.questions]
+    assert len(set(gnn_top)) > 1  # else the two priors below could not be told apart
+    for variant, expected in (("gn", gnn_top), ("n", gnn_top), ("g", [labels[shares.index(max(shares))]] * len(gnn_top)),
+                              ("l", [labels[shares.index(max(shares))]] * len(gnn_top))):
+        flat = ScriptedScorer(lambda prompt, label: -1.0)
+        unmoved = build_runner("glow", store, flat, tmp / "ckpt", {"variant": variant, "use_stored": False})
+        assert [unmoved(q["question"], q["topics"]).answers[0].label for q in built.questions] == expected, variant
+        assert len(flat.scored) == len(built.questions) + 1  # the content-free prompt, the same for every question, is scored once
 
 
 def test_llm_linking_reads_the_schema_line_it_chose():

@@ -203,7 +203,8 @@ def test_engine_streams_answer_tokens_from_the_http_server(llama_server, embedde
 def test_gemma_picks_glow_classes_by_likelihood_and_the_gnns_answers_sway_some_gn_choices(gemma_in_process, tmp_path):
     """GLOW-GN with the real model on Countries S2 (region and subregion held out): each choice is a
     class scored by Gemma in one call (calibrated, the default: the content-free prompt's scores are
-    part of that call); giving the prompt other GNN answers changes some choices."""
+    part of that call); giving the prompt other GNN answers changes some choices, with the prior (the
+    GNN's distribution, added to the calibrated scores) held as it was, so the change is the prompt's."""
     import numpy as np
 
     from kgqa.methods.glow.answer import GLOWAnswerer, GLOWSettings
@@ -227,6 +228,8 @@ def test_gemma_picks_glow_classes_by_likelihood_and_the_gnns_answers_sway_some_g
     store = writer.reader()
     answerer = GLOWAnswerer(store, tmp_path / "ckpt").with_options(GLOWSettings("gn", use_stored=False), gemma_in_process)
     questions = world.questions[:12]
+    prior, kept = answerer.prior, {}
+    answerer.prior = lambda pattern, variant, row: kept.setdefault(row, prior(pattern, variant, row))  # type: ignore[method-assign]
     first = [answerer.answer(q["question"], q["topics"]) for q in questions]
     for answer in first:
         assert len(answer.trace.llm_calls) == 1 and answer.trace.llm_calls[0].prompt_tokens > 50
@@ -238,6 +241,7 @@ def test_gemma_picks_glow_classes_by_likelihood_and_the_gnns_answers_sway_some_g
         swapped = [answerer.answer(q["question"], q["topics"]) for q in questions]
     finally:
         answerer.checkpoint.classes["country-region"] = classes
+    assert len(kept) == len({q["topics"][0] for q in questions})  # every swapped answer had its entity's prior as before
     changed = sum(a.answers[0].label != b.answers[0].label for a, b in zip(first, swapped))
     assert changed >= 1, "the GNN's answers in the GN prompt never changed Gemma's choice"
     assert np.isfinite([a.answers[0].score for a in first]).all()

@@ -9,9 +9,10 @@ own fields blanked): each option's score is then log P(option | prompt) − log 
 prompt), the pointwise mutual information of option and content (Holtzman et al. 2021, "Surface Form
 Competition"; Zhao et al. 2021, "Calibrate Before Use", in log space). A small model's likelihoods
 carry a prior over the options themselves, the same whatever the question; the difference removes it.
-Where the options' true shares are known (a KG's class frequencies), their log is added back: the
-model's own prior is replaced by the data's (Bayes' rule under a change of prior; Saerens et al.
-2002). Without that, rare classes win where one class is common (FB15k-237's film languages). It
+Where a prior over the options is known (a KG's class frequencies, or a GNN's prediction for the
+entity asked about), its log is added back: the model's own prior is replaced by the data's (Bayes'
+rule under a change of prior; Saerens et al. 2002), and what the prompt's content adds updates it.
+Without that, rare classes win where one class is common (FB15k-237's film languages). It
 suits a fixed set of labels (GLOW's classes), not open entity names: on GraSP's answers (Gemma 3
 270M, MetaQA) PMI favoured rare names (the films a question passes through) over short common
 answers (years, genres, languages) and lost 2- and 3-hop questions."""
@@ -35,7 +36,7 @@ class Choice:
     index: int | None  # the chosen class, None when the reply matched none
     how: str  # likelihood | calibrated | equal | contains | words | none
     text: str  # the reply ("" when scored)
-    scores: list[float] | None = None  # log-likelihood per class; calibrated: less the content-free one, plus log share
+    scores: list[float] | None = None  # log-likelihood per class; calibrated: less the content-free one, plus log prior
     prompt: str = ""
 
 
@@ -69,7 +70,7 @@ def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classe
     """One LLM call over the prompt filled with `values`: `mode` "likelihood" scores the class labels
     where the model can, else it generates and the reply is mapped onto them. With `calibrate`, scored
     classes are calibrated against the prompt with the `content` fields set to N/A, and where a `prior`
-    (each class's share, summing to 1) is given its log is added back; the call's record counts both
+    (a weight per class; only ratios matter) is given its log is added back; the call's record counts both
     prompts. `memo` keeps content-free scores across calls (the content-free prompt of a fixed template
     and label set is the same for every question): one scored there is not scored or counted again."""
     if mode == "likelihood" and can_score(llm):

@@ -20,8 +20,9 @@ class GLOWOptions:
                          "where the model can score text; else generate) or generate (its reply mapped onto the labels)",
                          choices=("likelihood", "generate"))
     calibrate: bool = option(True, "GLOW with an LLM that scores text: rank each label by log P(label | prompt) − log P(label | the prompt with "
-                             "question, entity, facts and GNN answers set to N/A) + log (the label's share in the KG, from the checkpoint): the "
-                             "model's own preference among the labels is replaced by the KG's (off: log P(label | prompt) alone)")
+                             "question, entity, facts and GNN answers set to N/A) + log prior, the prior being the GNN's probability for the entity in the "
+                             "gn and n variants (the prompt shows its answers) and the label's share in the KG otherwise: the model's own "
+                             "preference among the labels is replaced by the graph's (off: log P(label | prompt) alone)")
     facts_per_relation: int = option(3, "GLOW: the entity's facts per relation in the g and gn prompts", min=0, max=50)
     use_stored: bool = option(True, "GLOW: answer from the KG where it holds the asked fact (off: always predict)",
                               flags=("--use-stored/--always-predict",))

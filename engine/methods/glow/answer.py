@@ -45,7 +45,7 @@ class GLOWSettings:
     facts_per_relation: int = 3
     use_stored: bool = True
     link: str = "phrasings"  # how the pattern is found: phrasings (encoder) | llm (App. A.1's two prompts, where an LLM is given)
-    calibrate: bool = True  # scored labels: less their content-free likelihood, plus their log share in the KG (kgqa.llm.choice)
+    calibrate: bool = True  # scored labels: less their content-free likelihood, plus their log prior (kgqa.llm.choice; GLOWAnswerer.prior)
 
 
 def _checkpoint_kg(folder: Path) -> str | None:
@@ -97,6 +97,19 @@ class GLOWCheckpoint:
         mass = np.bincount(self.classes[pattern.name].ravel().astype(np.int64), weights=self.scores[pattern.name].ravel().astype(np.float64),
                            minlength=len(pattern.labels))
         return (mass / mass.sum()).tolist() if mass.sum() > 0 else [1.0 / len(pattern.labels)] * len(pattern.labels)
+
+    def distribution(self, pattern: str, row: int) -> list[float]:
+        """The RGCN's class probabilities for one entity: its stored top classes as predicted; the rest
+        of the mass spread over the other classes by their KG shares, each at most the smallest stored
+        probability (they ranked below it). Not normalised where that cap binds."""
+        top = [(c, s) for c, s in zip(self.classes[pattern][row].tolist(), self.scores[pattern][row].tolist()) if c >= 0]
+        rest = np.asarray(self.class_prior[pattern], dtype=np.float64)
+        rest[[c for c, _ in top]] = 0.0
+        if rest.sum() > 0 and top:
+            rest = np.minimum(rest / rest.sum() * max(0.0, 1.0 - sum(s for _, s in top)), min(s for _, s in top))
+        for c, s in top:
+            rest[c] = s
+        return rest.tolist()
 
     def top(self, pattern: str, row: int, k: int) -> list[tuple[int, float]]:
         return [(int(c), float(s)) for c, s in zip(self.classes[pattern][row, :k], self.scores[pattern][row, :k])]
@@ -176,7 +189,7 @@ class GLOWAnswerer:
                 c, s = gnn[0]
                 result.answers = [AnswerItem(labels[c], ns.entity(pattern.labels[c]), labels[c], "predicted", round(s, 4))]
         else:
-            self.reason(result, pattern, topic.entity.label, facts, gnn)
+            self.reason(result, pattern, topic.entity.label, facts, gnn, row)
         trace.seconds["total"] = time.perf_counter() - started
         return result
 
@@ -200,7 +213,16 @@ class GLOWAnswerer:
                 "labels": ", ".join(labels), "triples": ", ".join(f.as_tuple_text() for f in facts),
                 "gnn": ", ".join(labels[c] for c, _ in gnn[: self.settings.top])}
 
-    def reason(self, result: Answer, pattern: Pattern, entity: str, facts: list[Fact], gnn: list[tuple[int, float]]) -> None:
+    def prior(self, pattern: Pattern, variant: str, row: int | None) -> list[float]:
+        """What calibrated scores add back as each label's log prior: where the prompt shows the GNN's
+        answers (GN, N), the GNN's distribution for this entity, so that the LLM's evidence (what the
+        prompt's content adds to a label) updates the graph's prediction rather than replacing it;
+        otherwise, and for an entity the GNN never saw, the label's share in the KG."""
+        if variant in ("gn", "n") and row is not None:
+            return self.checkpoint.distribution(pattern.name, row)
+        return self.checkpoint.class_prior[pattern.name]
+
+    def reason(self, result: Answer, pattern: Pattern, entity: str, facts: list[Fact], gnn: list[tuple[int, float]], row: int | None) -> None:
         assert self.llm is not None
         variant = self.settings.variant
         if not gnn and variant in ("gn", "n"):
@@ -213,7 +235,7 @@ class GLOWAnswerer:
         try:
             picked: Choice = choose(self.llm, session, f"glow.{variant}", PROMPTS[variant], labels, self.settings.choose,
                                     self.prompt_values(pattern, entity, facts, gnn, result.question), CONTENT, self.settings.calibrate,
-                                    self.checkpoint.class_prior[pattern.name], self._content_free)
+                                    self.prior(pattern, variant, row), self._content_free)
             result.text = picked.text
             if picked.index is None:
                 result.declined = f"the LLM's reply {picked.text!r} names none of the {len(labels)} {pattern.label_name} classes"
