@@ -55,8 +55,12 @@ def rss_mb(pid: int) -> float:
 
 
 def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process, all its threads (/proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system CPU seconds of a process, all its threads (/proc/PID/stat fields 14 and 15); NaN
+    once it has exited."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -203,17 +207,17 @@ def main() -> int:
         errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
         print(f"| {name} | {' '.join(r['flags']) or 'defaults'} | {r['requests']} | {r['req_per_s']:.1f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | "
               f"{r['p99_ms'] / r['p50_ms']:.1f} | {errors} | {r['rss_start_mb']:.0f} | {r['rss_end_mb']:.0f} | {100 * r['rss_growth']:+.1f}% |")
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0))
     print(f"\nCPU during the measured window, core-ms per answered request ({cores} cores; the ceiling is {cores} × 1000 ms "
           "over what the service, the store and the clients spend on one request):\n")
-    print("| service | service | store (Virtuoso) | clients | all three | whole machine | machine busy | req/s ceiling | req/s measured |")
+    print("| run | service | store (Virtuoso) | clients | all three | whole machine (any process) | machine busy | req/s ceiling | req/s measured |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in runs.items():
         per = {k: 1000 * v / max(1, r["ok"]) for k, v in r["cpu_s"].items()}
         three = per["service"] + per["store"] + per["clients"]
         busy = r["cpu_s"]["machine"] / (cores * r["wall_s"])
         print(f"| {name} | {per['service']:.1f} | {per['store']:.1f} | {per['clients']:.1f} | {three:.1f} | {per['machine']:.1f} | "
-              f"{100 * busy:.0f}% | {cores * 1000 / three:.1f} | {r['req_per_s']:.1f} |")
+              f"{100 * busy:.0f}% | {cores * 1000 / three if three > 0 else float('nan'):.1f} | {r['req_per_s']:.1f} |")
     if len(runs) == 2:
         before, now = runs.values()
         print(f"\nreq/s now / before: {now['req_per_s'] / before['req_per_s']:.2f}x")

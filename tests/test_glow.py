@@ -184,7 +184,8 @@ def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_prior(
     """A scorer that likes " europe" whatever the prompt, and raises the gold label only when it sees
     the entity: by likelihood alone europe wins; calibrated (the default) against the prompt with the
     question's fields blanked, the gold label does, in one recorded call whose tokens count both
-    prompts. A scorer the prompt does not move at all leaves only the prior to decide: the GNN's
+    prompts (variant G, whose prior is the KG's class shares, so that the GNN cannot be what picks
+    gold). A scorer the prompt does not move at all leaves only the prior to decide: the GNN's
     prediction for the entity where the prompt shows the GNN's answers (GN, N), the KG's class shares
     where it does not (G, L)."""
     built, tmp, _, _, store = world
@@ -198,14 +199,14 @@ def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_prior(
     picked = {}
     for name, options in (("plain", {"calibrate": False}), ("default", {})):
         scorer = ScriptedScorer(score)
-        answer = build_runner("glow", store, scorer, tmp / "ckpt", {**options, "use_stored": False})(q["question"], q["topics"])
+        answer = build_runner("glow", store, scorer, tmp / "ckpt", {**options, "variant": "g", "use_stored": False})(q["question"], q["topics"])
         [call] = answer.trace.llm_calls
         picked[name] = (answer.answers[0].label, answer.answers[0].match)
         assert len(scorer.scored) == (1 if name == "plain" else 2)
         assert call.prompt_tokens == sum(len(prompt.split()) for prompt, _ in scorer.scored)
     assert picked == {"plain": ("europe", "label:likelihood"), "default": (gold, "label:calibrated")}
     blank = scorer.scored[1][0]
-    assert "N/A" in blank and entity not in blank and "associated triples. [N/A]" in blank and "GNN Answer: [N/A]" in blank
+    assert "N/A" in blank and entity not in blank and "associated triples. [N/A]" in blank
     assert "[africa, americas, asia, europe, oceania]" in blank  # the pattern's label set stays
 
     shares = GLOWAnswerer(store, tmp / "ckpt").checkpoint.class_prior["country-region"]
@@ -220,6 +221,26 @@ def test_calibrated_labels_rank_by_what_the_prompts_content_adds_over_the_prior(
         unmoved = build_runner("glow", store, flat, tmp / "ckpt", {"variant": variant, "use_stored": False})
         assert [unmoved(q["question"], q["topics"]).answers[0].label for q in built.questions] == expected, variant
         assert len(flat.scored) == len(built.questions) + 1  # the content-free prompt, the same for every question, is scored once
+        if variant == "gn":
+            assert "GNN Answer: [N/A]" in flat.scored[1][0] and "associated triples. [N/A]" in flat.scored[1][0]
+
+
+def test_the_gnns_distribution_keeps_its_top_classes_and_ranks_the_others_below_them():
+    """An entity's prior in GN and N: the stored top classes as predicted; the remaining mass spread
+    over the other classes by their KG shares, none above the smallest stored probability."""
+    import numpy as np
+
+    from kgqa.methods.glow.answer import GLOWCheckpoint
+
+    checkpoint = object.__new__(GLOWCheckpoint)
+    checkpoint.classes = {"p": np.array([[3, 0], [5, 4]], dtype=np.int16)}
+    checkpoint.scores = {"p": np.array([[0.5, 0.3], [0.2, 0.1]], dtype=np.float32)}
+    checkpoint.class_prior = {"p": [0.4, 0.1, 0.1, 0.1, 0.1, 0.2]}
+    confident = checkpoint.distribution("p", 0)  # 0.2 left for classes 1, 2, 4, 5 (shares 1:1:1:2)
+    assert np.allclose(confident, [0.3, 0.04, 0.04, 0.5, 0.04, 0.08])
+    unsure = checkpoint.distribution("p", 1)  # 0.7 left for classes 0-3 (shares 4:1:1:1): class 0 capped at 0.1
+    assert np.allclose(unsure, [0.1, 0.1, 0.1, 0.1, 0.1, 0.2])
+    assert max(unsure[:4]) <= float(checkpoint.scores["p"][1].min()) and checkpoint.class_prior["p"] == [0.4, 0.1, 0.1, 0.1, 0.1, 0.2]
 
 
 def test_llm_linking_reads_the_schema_line_it_chose():

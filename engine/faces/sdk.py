@@ -23,6 +23,7 @@ import asyncio
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,7 @@ class Engine:
 
         def work() -> None:
             try:
-                with events_to(events.put), topics_resolved(self.store, topics or [], found or {}):
+                with events_to(events.put), (nullcontext() if found is None else topics_resolved(self.store, topics or [], found)):
                     answer = runner(question, topics)
                 events.put(Final(answer))
             except BaseException as error:  # handed to the consumer, raised there

@@ -217,7 +217,9 @@ class GLOWAnswerer:
         """What calibrated scores add back as each label's log prior: where the prompt shows the GNN's
         answers (GN, N), the GNN's distribution for this entity, so that the LLM's evidence (what the
         prompt's content adds to a label) updates the graph's prediction rather than replacing it;
-        otherwise, and for an entity the GNN never saw, the label's share in the KG."""
+        otherwise, and for an entity the GNN never saw, the label's share in the KG. The content-free
+        prompt blanks the GNN's answers too, so that evidence includes what seeing them does to the
+        LLM: the GNN weighs twice, a lean towards it that a 270M LLM's weak evidence calls for."""
         if variant in ("gn", "n") and row is not None:
             return self.checkpoint.distribution(pattern.name, row)
         return self.checkpoint.class_prior[pattern.name]
