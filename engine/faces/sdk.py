@@ -23,7 +23,6 @@ import asyncio
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +89,8 @@ class Engine:
         engine's options of that method for this call."""
         question = _checked_question(question)
         runner = self.runner(method, **options)
-        found = self._check_topics(topics)
-        if found is None:
-            return runner(question, topics)
-        with topics_resolved(self.store, topics, found):  # type: ignore[arg-type]
-            return runner(question, topics)  # its linking reuses the look-up just made
+        with topics_resolved(self.store, topics, self._check_topics(topics)):
+            return runner(question, topics)  # its linking reuses the check's look-up
 
     def _check_topics(self, topics: list[str] | None) -> dict[str, list[LinkedEntity]] | None:
         """Given topics must each name an entity of the KG (one label look-up for all, returned)."""
@@ -123,7 +119,7 @@ class Engine:
 
         def work() -> None:
             try:
-                with events_to(events.put), (nullcontext() if found is None else topics_resolved(self.store, topics or [], found)):
+                with events_to(events.put), topics_resolved(self.store, topics, found):
                     answer = runner(question, topics)
                 events.put(Final(answer))
             except BaseException as error:  # handed to the consumer, raised there

@@ -203,9 +203,12 @@ _RESOLVED: contextvars.ContextVar[tuple[GraphStore, tuple[str, ...], dict[str, l
 
 
 @contextmanager
-def topics_resolved(store: GraphStore, topics: list[str], found: dict[str, list[LinkedEntity]]) -> Iterator[None]:
+def topics_resolved(store: GraphStore, topics: list[str] | None, found: dict[str, list[LinkedEntity]] | None) -> Iterator[None]:
     """Within this block, `link_or_resolve` of these topics on this store uses `found` (a caller that
-    has just resolved them to check them) instead of asking the store again."""
+    has just resolved them to check them) instead of asking the store again; with no topics, nothing."""
+    if topics is None or found is None:
+        yield
+        return
     token = _RESOLVED.set((store, tuple(topics), found))
     try:
         yield
