@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
+import time
 
 import pytest
 from conftest import DEMO_KG
 from scripted_llm import ScriptedLLM
 
 from kgqa import Engine, EvidenceReady, Final, Linked, Retrieved, Token
+from kgqa.core import control
+from kgqa.core.control import RequestStopped, request_scope
 from kgqa.core.errors import EntityNotFound, KGQAError
+from kgqa.core.events import emit
 from kgqa.loaders import load_file
 from kgqa.sparql.embedded import EmbeddedWriter
 
@@ -88,6 +93,40 @@ def test_stream_yields_typed_events_in_order(engine):
     assert isinstance(events[1], Retrieved) and events[1].subgraph["nodes"] > 1 and events[1].round_trips >= 2
     assert isinstance(events[2], EvidenceReady) and events[2].evidence.candidates
     assert isinstance(events[3], Final) and events[3].answer.answers[0].label == events[2].evidence.candidates[0]["label"]
+
+
+def test_stream_works_within_the_callers_deadline_and_stops_when_its_reader_leaves(store, engine):
+    with request_scope(timeout_s=0):  # the caller is out of time: the worker thread must see it too
+        with pytest.raises(RequestStopped, match="deadline passed"):
+            list(engine.stream("who directed Kismet"))
+    with request_scope(timeout_s=60) as caller:
+        assert [e.kind for e in engine.stream("who directed Kismet")][-1] == "final"
+    assert not caller.cancelled.is_set()  # a finished stream leaves its caller's request alone
+
+    ended: list[str] = []
+    finished = threading.Event()
+
+    def slow_method(question, topics):  # type: ignore[no-untyped-def]
+        emit(Token("first"))
+        try:
+            for _ in range(500):  # ~5 s unless stopped
+                control.check("waiting")
+                time.sleep(0.01)
+            ended.append("ran to the end")
+        except RequestStopped as stopped:
+            ended.append(str(stopped))
+            raise
+        finally:
+            finished.set()
+
+    with Engine(store) as slow:
+        slow.runner = lambda method=None, **options: slow_method  # type: ignore[method-assign]
+        events = slow.stream("who directed Kismet")
+        assert next(events).text == "first"
+        started = time.monotonic()
+        events.close()  # the reader leaves after the first event
+        assert finished.wait(5)
+    assert ended == ["cancelled before waiting"] and time.monotonic() - started < 2
 
 
 def test_stream_passes_answer_tokens_when_the_llm_streams(store):

@@ -28,15 +28,24 @@ class RequestStopped(KGQAError):
 class RequestControl:
     deadline: float | None = None  # time.monotonic()
     cancelled: threading.Event = field(default_factory=threading.Event)
+    parent: RequestControl | None = None  # its cancellation stops this request too
 
     def cancel(self) -> None:
         self.cancelled.set()
+
+    def child(self) -> RequestControl:
+        """A control for part of this request: same deadline, stopped when this one is cancelled,
+        and cancelled alone without cancelling this one."""
+        return RequestControl(self.deadline, parent=self)
+
+    def is_cancelled(self) -> bool:
+        return self.cancelled.is_set() or (self.parent is not None and self.parent.is_cancelled())
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
     def check(self, stage: str) -> None:
-        if self.cancelled.is_set():
+        if self.is_cancelled():
             raise RequestStopped(f"cancelled before {stage}")
         left = self.remaining()
         if left is not None and left <= 0:

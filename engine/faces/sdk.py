@@ -20,12 +20,14 @@ once; each (method, options) pair builds its runner once, under a lock. `close()
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from kgqa.core import control
 from kgqa.core.answer import Answer
 from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.core.events import Event, Final, events_to
@@ -116,10 +118,12 @@ class Engine:
         found = self._check_topics(topics)
         events: queue.Queue = queue.Queue()
         done = object()
+        caller = control.current()  # the caller's deadline and cancellation reach the worker
+        own = caller.child() if caller is not None else control.RequestControl()
 
         def work() -> None:
             try:
-                with events_to(events.put), topics_resolved(self.store, topics, found):
+                with control.request_scope(control=own), events_to(events.put), topics_resolved(self.store, topics, found):
                     answer = runner(question, topics)
                 events.put(Final(answer))
             except BaseException as error:  # handed to the consumer, raised there
@@ -127,11 +131,15 @@ class Engine:
             finally:
                 events.put(done)
 
-        threading.Thread(target=work, name="kgqa-stream", daemon=True).start()
-        while (item := events.get()) is not done:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        context = contextvars.copy_context()  # as asyncio.to_thread does for aask
+        threading.Thread(target=context.run, args=(work,), name="kgqa-stream", daemon=True).start()
+        try:
+            while (item := events.get()) is not done:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            own.cancel()  # a consumer that stops reading stops the work at its next stage
 
     async def astream(self, question: str, topics: list[str] | None = None, method: str | None = None, **options: Any) -> AsyncIterator[Event]:
         iterator = self.stream(question, topics, method, **options)
