@@ -108,8 +108,8 @@ def choose(llm: LLM, session: LLMSession, purpose: str, prompt_name: str, classe
             scores = [value - b for value, b in zip(scores, base)]
             if prior is not None:
                 if len(prior) != len(classes):
-                    raise ValueError(f"prior: {len(prior)} shares for {len(classes)} classes")
-                scores = [value + math.log(max(share, 1e-9)) for value, share in zip(scores, prior)]
+                    raise ValueError(f"prior: {len(prior)} probabilities for {len(classes)} classes")
+                scores = [value + math.log(max(p, 1e-9)) for value, p in zip(scores, prior)]
         best = max(range(len(classes)), key=lambda i: scores[i])
         return Choice(best, "calibrated" if calibrate else "likelihood", "", scores, text)
     reply = session.ask(purpose, prompt_name, stream=True, **values)
