@@ -196,3 +196,18 @@ def test_scoring_batches_stop_at_a_fact_budget():
     data = SimpleNamespace(edge_ptr=np.cumsum([0, 5, 5, 20, 1, 1, 1]))  # facts per question: 5 5 20 1 1 1
     assert _fact_chunks(data, range(6), size=64, max_facts=12) == [[0, 1], [2], [3, 4, 5]]
     assert _fact_chunks(data, range(6), size=2, max_facts=100) == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_the_files_pyg_generates_for_the_models_layers_are_removed_when_the_process_exits(tmp_path):
+    """PyG writes each layer class's generated `propagate` into the temp folder and keeps it; a kgqa
+    process removes the ones it made when it exits (every `kgqa ask` left one in /tmp before)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from kgqa.methods.kgfr.model import KGFR; KGFR(text_dim=2, layers=1, attn_dim=1); "
+            "print([m.__file__ for n, m in sys.modules.items() if n.endswith('_propagate')])")
+    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, check=True)
+    made = [f for f in eval(run.stdout.strip().splitlines()[-1]) if f.startswith(str(tmp_path))]
+    assert made, "the layer generated no file in the temp folder: nothing to check"
+    assert not list(tmp_path.glob("*_propagate_*.py"))

@@ -2,6 +2,7 @@
 
 A method is added by its folder (a `Method` in its `__init__.py`) and one line below."""
 
+from kgqa.methods.generated_modules import remove_generated_modules_at_exit
 from kgqa.methods.glow import METHOD as GLOW
 from kgqa.methods.grasp import METHOD as GRASP
 from kgqa.methods.kgfr import METHOD as KGFR
@@ -9,6 +10,8 @@ from kgqa.methods.llm_only import COT_METHOD as LLM_ONLY_COT, IO_METHOD as LLM_O
 from kgqa.methods.lmp import METHOD as LMP
 from kgqa.methods.rapl import METHOD as RAPL
 from kgqa.methods.registry import Method, MethodContext, Registry, Runner
+
+remove_generated_modules_at_exit()  # the files PyG writes for the layers' propagate
 
 REGISTRY = Registry([
     KGFR,
