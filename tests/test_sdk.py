@@ -96,6 +96,7 @@ def test_stream_yields_typed_events_in_order(engine):
 
 
 def test_stream_works_within_the_callers_deadline_and_stops_when_its_reader_leaves(store, engine):
+    """stream and astream: the worker keeps the caller's deadline, and stops when its reader leaves early."""
     with request_scope(timeout_s=0):  # the caller is out of time: the worker thread must see it too
         with pytest.raises(RequestStopped, match="deadline passed"):
             list(engine.stream("who directed Kismet"))
@@ -119,14 +120,27 @@ def test_stream_works_within_the_callers_deadline_and_stops_when_its_reader_leav
         finally:
             finished.set()
 
+    async def read_one_async(engine: Engine) -> str:
+        events = engine.astream("who directed Kismet")
+        first = await events.__anext__()
+        await events.aclose()  # the reader leaves after the first event
+        return first.text
+
+    def read_one(engine: Engine) -> str:
+        events = engine.stream("who directed Kismet")
+        first = next(events)
+        events.close()
+        return first.text
+
     with Engine(store) as slow:
         slow.runner = lambda method=None, **options: slow_method  # type: ignore[method-assign]
-        events = slow.stream("who directed Kismet")
-        assert next(events).text == "first"
-        started = time.monotonic()
-        events.close()  # the reader leaves after the first event
-        assert finished.wait(5)
-    assert ended == ["cancelled before waiting"] and time.monotonic() - started < 2
+        for reader in (read_one, lambda engine: asyncio.run(read_one_async(engine))):
+            ended.clear()
+            finished.clear()
+            assert reader(slow) == "first"
+            left = time.monotonic()
+            assert finished.wait(5)
+            assert ended == ["cancelled before waiting"] and time.monotonic() - left < 2
 
 
 def test_stream_passes_answer_tokens_when_the_llm_streams(store):
