@@ -205,9 +205,9 @@ def test_the_files_pyg_generates_for_the_models_layers_are_removed_when_the_proc
     import subprocess
     import sys
 
-    code = ("import sys; from kgqa.methods.kgfr.model import KGFR; KGFR(text_dim=2, layers=1, attn_dim=1); "
-            "print([m.__file__ for n, m in sys.modules.items() if n.endswith('_propagate')])")
+    code = ("import json, sys; from kgqa.methods.kgfr.model import KGFR; KGFR(text_dim=2, layers=1, attn_dim=1); "
+            "print(json.dumps([m.__file__ for n, m in sys.modules.items() if n.endswith('_propagate')]))")
     run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, check=True)
-    made = [f for f in eval(run.stdout.strip().splitlines()[-1]) if f.startswith(str(tmp_path))]
+    made = [f for f in json.loads(run.stdout.strip().splitlines()[-1]) if f.startswith(str(tmp_path))]
     assert made, "the layer generated no file in the temp folder: nothing to check"
     assert not list(tmp_path.glob("*_propagate_*.py"))
