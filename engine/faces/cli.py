@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -284,6 +285,9 @@ def serve(
     limits = ServiceLimits(max_body_bytes=max_body_bytes, max_question_chars=max_question_chars, request_timeout_s=request_timeout,
                            max_concurrent=max_concurrent, max_queue=max_queue, queue_timeout_s=queue_timeout, api_keys=keys)
     out.print(f"kgqa serving KG {engine.store.kg!r} ({method}{', LLM ' + llm if llm else ''}) on http://{host}:{port}  — docs at /docs", highlight=False)
+    # uvicorn shuts down on SIGTERM, then raises it again under the handler it found: the default one
+    # would end the process there, before `engine.close()` and the exit handlers. This one exits instead.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         uvicorn.run(create_app(engine, limits), host=host, port=port, log_level="warning", access_log=False)
     finally:
