@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 _GENERATED = ("_propagate", "_edge_updater")  # the suffixes of PyG's generated module names
-_registered = False
 
 
 def remove_generated_modules() -> None:
@@ -23,7 +22,5 @@ def remove_generated_modules() -> None:
 
 
 def remove_generated_modules_at_exit() -> None:
-    global _registered
-    if not _registered:
-        atexit.register(remove_generated_modules)
-        _registered = True
+    """Called once, when `kgqa.methods` is imported."""
+    atexit.register(remove_generated_modules)
