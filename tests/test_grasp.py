@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -367,7 +369,7 @@ def test_the_incomplete_copy_drops_the_share_of_each_gold_topics_facts_and_nothi
     again = incomplete_store([path], "toy", topics, 0.5, 3, tmp_path)
     assert again == url
     dropped = [line.split("\t") for line in (next(tmp_path.glob("incomplete-*")) / "dropped.tsv").read_text().splitlines()]
-    # Film One has 2 facts, Dana 2 (one shared): each loses round(0.5 × 2) = 1
+    # Film One has 2 facts, Dana 2 (one shared): each loses ⌊0.5 × 2 + u⌋ = 1
     assert 1 <= len(dropped) <= 2 and all("Film One" in (d[2], d[4]) or "Dana" in (d[2], d[4]) for d in dropped)
     copy = open_store(url, "toy")
     assert copy.counts().facts == len(TOY) - len(dropped)
@@ -375,6 +377,25 @@ def test_the_incomplete_copy_drops_the_share_of_each_gold_topics_facts_and_nothi
     assert other != url
     with pytest.raises(ValueError, match="between 0 and 1"):
         incomplete_store([path], "toy", topics, 1.0, 3, tmp_path)
+
+
+def test_topics_with_few_facts_lose_their_share_on_average_and_a_larger_share_deletes_more_of_the_same(tmp_path):
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.eval.incomplete import incomplete_store
+
+    path = tmp_path / "few.txt"  # 300 topics of 3 facts each: rounding 0.1 × 3 would delete none of them
+    path.write_text("".join(f"Film {i}|{r}|Person {i}-{r}\n" for i in range(300) for r in ("directed_by", "written_by", "starred_actors")))
+    ns = KGNamespace("few")
+    topics = {ns.entity(f"Film {i}") for i in range(300)}
+
+    def dropped(ratio: float) -> set[str]:
+        folder = Path(incomplete_store([path], "few", topics, ratio, 0, tmp_path).removeprefix("oxigraph://")).parent
+        return {line.split("\t")[1] for line in (folder / "dropped.tsv").read_text().splitlines()}
+
+    tenth, quarter = dropped(0.1), dropped(0.25)
+    assert 60 <= len(tenth) <= 120  # 90 expected of 900
+    assert 170 <= len(quarter) <= 280  # 225 expected
+    assert tenth < quarter
 
 
 def test_runs_that_need_the_same_incomplete_copy_at_once_build_it_once(toy, tmp_path):

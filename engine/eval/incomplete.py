@@ -2,8 +2,11 @@
 questions' gold topic entities deleted (seeded), loaded into an embedded store, so that every method
 can be evaluated on the same damaged graph and compared with the whole one.
 
-Each gold topic loses round(ratio × its facts) of the facts it is the subject or object of, drawn
-with a seed per (seed, topic), so a topic loses the same facts whichever questions ask about it.
+Each gold topic loses ⌊ratio × n + u⌋ of the n facts it is the subject or object of, with u drawn
+uniformly in [0, 1) per topic: ratio × n on average, also for topics with few facts (rounding would
+spare every topic with at most 5 facts at 10 %). The facts come in one shuffled order per topic,
+seeded by (seed, topic), and u with them, so a topic loses the same facts whichever questions ask
+about it, and a larger share deletes the facts of a smaller one and more.
 The copy is built from the KG's source files (line formats: MetaQA, TSV, N-Triples; label files are
 kept whole), because the stores have no delete; it is kept in a folder named by its inputs and
 reused. `dropped.tsv` there lists what was deleted (file, line, subject, relation, object). Runs that
@@ -15,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import random
 import shutil
 from collections import defaultdict
@@ -29,6 +33,7 @@ from kgqa.loaders.readers import detect_format, read
 from kgqa.retrieval.store_url import open_writer
 
 LINE_FORMATS = ("metaqa", "tsv", "nt")
+DRAW = 2  # how the deleted facts are drawn, in the copies' key: 1 rounded ratio × n per topic, copies built so are not reused
 
 
 def gold_topic_iris(store: GraphStore, examples: Sequence[QAExample]) -> set[str]:
@@ -49,7 +54,7 @@ def incomplete_store(kb: Sequence[Path], kg: str, topics: set[str], ratio: float
         if fmt not in LINE_FORMATS + ("labels",):
             raise ValueError(f"{path}: facts can be dropped from line formats ({', '.join(LINE_FORMATS)}), not {fmt}")
     stamp = [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in kb]
-    key = hashlib.sha256(json.dumps([stamp, kg, sorted(topics), ratio, seed]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([stamp, kg, sorted(topics), ratio, seed, DRAW]).encode()).hexdigest()[:16]
     folder = work / f"incomplete-{kg}-{ratio:g}-{seed}-{key}"
     url = f"oxigraph://{(folder / 'store').resolve()}"
     if (folder / "done").exists():
@@ -85,14 +90,15 @@ def _build(kb: Sequence[Path], formats: Sequence[str], kg: str, topics: set[str]
     dropped: dict[int, set[int]] = defaultdict(set)
     rows = []
     for topic in sorted(around):
-        facts = around[topic]
-        for f, line, fact in random.Random(f"{seed}:{topic}").sample(facts, round(ratio * len(facts))):
+        draw = random.Random(f"{seed}:{topic}")
+        facts = draw.sample(around[topic], len(around[topic]))
+        for f, line, fact in facts[:math.floor(ratio * len(facts) + draw.random())]:
             if line not in dropped[f]:
                 dropped[f].add(line)
                 rows.append(f"{kb[f].name}\t{line}\t{fact.subject.label}\t{fact.relation.label}\t{fact.object.label}")
     (folder / "dropped.tsv").write_text("".join(r + "\n" for r in rows), encoding="utf-8")
     if progress:
-        progress(f"dropping {len(rows):,} facts around {len(around):,} topics ({ratio:.0%} of each topic's); loading the copy into {folder / 'store'}")
+        progress(f"dropping {len(rows):,} facts around {len(around):,} topics ({ratio:.0%} of each topic's on average); loading the copy into {folder / 'store'}")
     writer = open_writer(url, kg)
     try:
         for f, (path, fmt) in enumerate(zip(kb, formats)):
