@@ -3,7 +3,8 @@ LoRA), and print the pack's statistics.
 
     python bench/grasp.py pack  --work /tmp/grasp [--train 800] [--val 50]
     python bench/grasp.py train --work /tmp/grasp --name frozen|lora [--lora] [--budget MIN] [--epochs N] [--device auto]
-        [--layout after|interleaved] [--probe-weight W] [--threads N]
+        [--layout after|interleaved] [--probe-weight W] [--threads N] [--init CHECKPOINT]
+        (goes on from WORK/model-NAME where it exists, else starts from --init's weights, else from scratch)
     python bench/grasp.py stats --work /tmp/grasp
     python bench/grasp.py table --work /tmp/grasp   (reads WORK/eval/NAME-rRATIO/eval.json, written by
         `kgqa eval … --out WORK/eval/NAME-rRATIO [--drop-topic-edges RATIO --kb KB]`)
@@ -64,13 +65,14 @@ def stats(work: Path) -> None:
               f"target names {sum(len(e.target or []) for e in labelled) / max(1, len(labelled)):.1f}")
 
 
-def train(work: Path, name: str, lora: bool, budget: float, epochs: int, device: str, layout: str | None, probe_weight: float) -> None:
+def train(work: Path, name: str, lora: bool, budget: float, epochs: int, device: str, layout: str | None, probe_weight: float,
+          start: Path | None) -> None:
     from kgqa.methods.grasp.data import load_pack
     from kgqa.methods.grasp.train import GraspTrainConfig, train as run
 
     examples, meta = load_pack(work / "pack.pt")
     out = work / f"model-{name}"
-    init = str(out) if (out / "config.json").exists() else None
+    init = str(out) if (out / "config.json").exists() else str(start) if start else None
     config = GraspTrainConfig(lora=lora, epochs=epochs, time_budget=budget * 60, init=init, data=meta, device=device,
                                layout=layout, probe_weight=probe_weight)
     result = run(examples, config, out, log=lambda line: print(f"[{name}] {line}", flush=True))
@@ -111,6 +113,7 @@ def main() -> None:
                         help="where the selector reads the soft tokens (default: the checkpoint's it goes on from, else after)")
     parser.add_argument("--probe-weight", type=float, default=0.0, help="the GNN probe's loss beside eq. 9 (kgqa.methods.grasp.train)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--init", type=Path, default=None, help="a checkpoint whose weights a new WORK/model-NAME starts from")
     args = parser.parse_args()
     if args.command == "pack":
         pack(args.work, (args.train, args.val))
@@ -122,7 +125,7 @@ def main() -> None:
         if args.threads:
             import torch
             torch.set_num_threads(args.threads)
-        train(args.work, args.name, args.lora, args.budget, args.epochs, args.device, args.layout, args.probe_weight)
+        train(args.work, args.name, args.lora, args.budget, args.epochs, args.device, args.layout, args.probe_weight, args.init)
 
 
 if __name__ == "__main__":

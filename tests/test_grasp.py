@@ -168,6 +168,10 @@ def test_training_goes_on_from_its_checkpoint_where_it_stopped(toy, encoder, sel
     assert again["finished"] and again["questions_seen"] == 4  # one question left of the epoch, not four more
     assert [h["questions"] for h in again["history"] if "loss" in h] == [1, 2, 3, 4]  # the first run's history goes on
     assert "device" not in saved["train"]  # where it trained is not part of the model
+    other = train(examples, dataclasses.replace(config, init=str(tmp_path / "ck")), tmp_path / "other", log=lambda line: None,
+                  selector=selector, max_steps=2)  # another checkpoint's weights start an epoch of their own
+    assert (other["questions_seen"], other["finished"]) == (2, False)
+    assert [h["questions"] for h in other["history"] if "loss" in h] == [1, 2]
 
 
 def _soft_positions(given, soft, selector) -> list[int]:

@@ -3,8 +3,8 @@
 
 One question at a time (its sequence length is its own), gradients accumulated over `accumulate`
 questions, AdamW with the clip of the authors' code. A checkpoint is written every `save_every`
-questions and when the time budget ends; `init` goes on from one (weights, adapter and the place in
-the shuffled order). Validation runs the selector on held-out questions once, at the end, and
+questions and when the time budget ends; `init` starts from one's weights and adapter, and when it
+is `out` itself goes on where that run stopped (its place in the shuffled order, its history). Validation runs the selector on held-out questions once, at the end, and
 reports how often the LLM-free answer (the farthest named entities) is a gold answer: generation
 costs seconds per question on CPU, so it does not steer training (the last weights are kept).
 
@@ -144,7 +144,8 @@ def train(examples: Sequence[Example], config: GraspTrainConfig, out: Path, log:
     device = str(pick_device(config.device))
     if config.init:
         model, selector, previous = load_checkpoint(Path(config.init), trainable=True, selector=selector, device=device)
-        progress, history = previous.get("progress", progress), previous.get("history", [])
+        if Path(config.init).resolve() == out.resolve():  # going on where it stopped; other weights start a run of their own
+            progress, history = previous.get("progress", progress), previous.get("history", [])
         config = replace(config, layout=config.layout or layout_of(previous))
     else:
         selector = selector or (Selector(config.selector_model, lora=True, trainable=True, device=device) if config.lora
