@@ -33,7 +33,7 @@ from kgqa.loaders.readers import detect_format, read
 from kgqa.retrieval.store_url import open_writer
 
 LINE_FORMATS = ("metaqa", "tsv", "nt")
-DRAW = 2  # how the deleted facts are drawn, in the copies' key: 1 rounded ratio × n per topic, copies built so are not reused
+DRAW = 2  # the rule that draws the deleted facts, in each copy's key: copies drawn by an earlier one (1: round(ratio × n)) are built again
 
 
 def gold_topic_iris(store: GraphStore, examples: Sequence[QAExample]) -> set[str]:
