@@ -4,9 +4,10 @@
 One question at a time (its sequence length is its own), gradients accumulated over `accumulate`
 questions, AdamW with the clip of the authors' code. A checkpoint is written every `save_every`
 questions and when the time budget ends; `init` starts from one's weights and adapter, and when it
-is `out` itself goes on where that run stopped (its place in the shuffled order, its history). Validation runs the selector on held-out questions once, at the end, and
-reports how often the LLM-free answer (the farthest named entities) is a gold answer: generation
-costs seconds per question on CPU, so it does not steer training (the last weights are kept).
+is `out` itself goes on where that run stopped (its place in the shuffled order, its history).
+Validation runs the selector on held-out questions once, at the end, and reports how often the
+LLM-free answer (the farthest named entities) is a gold answer: generation costs seconds per
+question on CPU, so it does not steer training (the last weights are kept).
 
 Not in the paper: with `probe_weight` > 0 a linear probe on the GNN states is also trained to tell the
 target entities (binary cross-entropy, added to eq. 9's loss). Through a 270M LM, eq. 9 alone reaches
