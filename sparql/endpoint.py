@@ -25,6 +25,7 @@ from urllib.parse import urlencode, urlsplit
 
 from kgqa.core.errors import StoreError
 from kgqa.sparql import escape, virtuoso_app
+from kgqa.sparql.label_index import endpoint_index_path
 from kgqa.sparql.queries import render
 from kgqa.sparql.reader import Row, SparqlReader, pick_kg
 from kgqa.core.store import WholeRetrieval
@@ -142,7 +143,8 @@ class SparqlEndpointStore(SparqlReader):
         up to ~1.5 s late (measured: asked 0.5, 1 and 2.7 s, it answered at 2.0, 2.0 and 4.0 s).
         Not sent to other servers.
         `max_values`: see `SparqlReader.max_values`; 2000 suits Virtuoso 7, None lifts the limit."""
-        super().__init__(kg)
+        # where kgqa keeps this KG's label index (loaded through `oxigraph serve`, or built by `kgqa index`)
+        super().__init__(kg, endpoint_index_path(query_url, kg))
         self.max_values = max_values
         self.url = query_url
         self.server_timeout_ms = server_timeout_ms

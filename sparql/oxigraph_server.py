@@ -9,6 +9,7 @@ from itertools import islice
 import pyoxigraph as ox
 
 from kgqa.sparql.endpoint import DEFAULT_TIMEOUT_S, EndpointError, HttpClient, SparqlEndpointStore
+from kgqa.sparql.label_index import LabelIndex, endpoint_index_path
 from kgqa.sparql.writer import RdfWriter
 
 CHUNK = 100_000  # quads per POST
@@ -17,7 +18,8 @@ CHUNK = 100_000  # quads per POST
 class OxigraphServerWriter(RdfWriter):
     def __init__(self, base_url: str, kg: str, timeout: float = DEFAULT_TIMEOUT_S):
         self.base_url = base_url.rstrip("/")
-        super().__init__(kg, SparqlEndpointStore(self.base_url + "/query", kg, timeout))
+        query_url = self.base_url + "/query"
+        super().__init__(kg, SparqlEndpointStore(query_url, kg, timeout), LabelIndex.create(endpoint_index_path(query_url, kg)))
         self._http = HttpClient(self.base_url, timeout)
 
     @classmethod
@@ -42,3 +44,4 @@ class OxigraphServerWriter(RdfWriter):
     def close(self) -> None:
         self._http.close()
         self._read.close()
+        super().close()

@@ -6,15 +6,18 @@ query is one of this folder's *.rq files, rendered with escaped terms only.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import threading
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from pathlib import Path
 
-from kgqa.core.errors import StoreError, UnknownKG
+from kgqa.core.errors import NoLabelIndex, StoreError, UnknownKG
 from kgqa.core.labels import display_label, normalise_label, resolved
 from kgqa.core.namespace import KGNamespace
 from kgqa.sparql import escape
 from kgqa.sparql.queries import graph_terms, render, render_union
 from kgqa.core.store import RelationInfo, StoreCounts, WholeRetrieval
 from kgqa.core.types import Edge, LinkedEntity
+from kgqa.sparql.label_index import LabelIndex
 
 Row = dict[str, str]  # variable → lexical value; unbound variables are absent
 Sizes = dict[tuple[str, str, bool], int]  # (entity, relation, inverse) → the group's stored size
@@ -40,11 +43,15 @@ class SparqlReader:
     #: whole retrieval the second also brings the next hop's group sizes: k hops, k + 1 queries).
     expand_round_trips: int = 1
 
-    def __init__(self, kg: str):
+    def __init__(self, kg: str, label_index: "LabelIndex | Path | None" = None):
         self.ns = KGNamespace(kg)
         self.kg = kg
         self.round_trips = 0
         self._graphs = graph_terms(self.ns)
+        #: the KG's label index beside the store (kgqa.retrieval.label_index): an open one, or the
+        #: path it is opened from on first use; None where no such index is known
+        self.label_index = label_index
+        self._label_index_lock = threading.Lock()
 
     def _execute(self, name: str, query: str) -> list[Row]:
         raise NotImplementedError
@@ -62,7 +69,27 @@ class SparqlReader:
         return self._execute(name, query)
 
     def close(self) -> None:
-        pass
+        index = self.label_index
+        if isinstance(index, LabelIndex) and not index.writable:
+            index.close()
+            self.label_index = None
+
+    def search_labels(self, texts: Sequence[str], any_word: bool = False, limit: int = 50) -> dict[str, list[tuple[str, str]]]:
+        """Candidates from the KG's label index beside the store (see `kgqa.store.SearchesLabels`)."""
+        return self._open_label_index().search(texts, any_word=any_word, limit=limit)
+
+    def _open_label_index(self) -> LabelIndex:
+        with self._label_index_lock:
+            if isinstance(self.label_index, Path):
+                try:
+                    self.label_index = LabelIndex.open(self.label_index)
+                except NoLabelIndex:
+                    raise NoLabelIndex(
+                        f"KG {self.kg!r} has no label index at {self.label_index} (it was loaded by an older kgqa, or "
+                        f"by another program): build it once with `kgqa index --kg {self.kg} --store …`") from None
+            if self.label_index is None:
+                raise NoLabelIndex(f"KG {self.kg!r}: this store has no label index (build one with `kgqa index`)")
+            return self.label_index
 
     def resolve(self, labels: Sequence[str]) -> dict[str, list[LinkedEntity]]:
         # Rows carry stored labels only, never the query's own terms (see resolve_exact.rq).
@@ -221,6 +248,17 @@ class SparqlReader:
         iri, label = after or ("", "")
         rows = self._select("label_page", after_iri=escape.literal(iri), after_label=escape.literal(label), limit=escape.integer(limit))
         return [(row["e"], row["label"]) for row in rows]
+
+    def label_pairs(self, page: int = 5000) -> Iterator[tuple[str, str]]:
+        """Every (entity IRI, label) pair of the KG, page by page (`label_page`): for `kgqa index` over
+        an endpoint kgqa did not load (an embedded store streams them instead)."""
+        after = None
+        while True:
+            rows = self.label_page(after, page)
+            yield from rows
+            if len(rows) < page:
+                return
+            after = rows[-1]
 
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], int(r["facts"])) for r in self._select("relations")]

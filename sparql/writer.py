@@ -12,6 +12,7 @@ import pyoxigraph as ox
 from kgqa.core.labels import normalise_label
 from kgqa.core.namespace import RDF_TYPE, RDFS_LABEL, KGNamespace, vocab
 from kgqa.sparql import escape
+from kgqa.sparql.label_index import LabelIndex
 from kgqa.sparql.queries import graph_terms, render
 from kgqa.sparql.reader import SparqlReader, is_true
 from kgqa.core.store import LoadState, SourceFact, SourceNode
@@ -26,18 +27,22 @@ _COMMITTED = vocab("committedRecords")
 _COMPLETE = vocab("complete")
 _FACT_COUNT = ox.NamedNode(vocab("factCount"))
 _RELATION = ox.NamedNode(vocab("Relation"))
-LABELLED_MEMORY = 2_000_000  # (IRI, label) pairs a writer remembers having written, across batches
+LABELLED_MEMORY = 500_000  # (IRI, label) pairs a writer remembers having written, across batches (~100 MB)
 
 
 class RdfWriter:
     """`kgqa.store.GraphWriter` for RDF stores."""
 
-    def __init__(self, kg: str, read: SparqlReader):
+    def __init__(self, kg: str, read: SparqlReader, label_index: LabelIndex | None = None):
         self.kg = kg
         self.ns = KGNamespace(kg)
         self._read = read  # the aggregate queries a load ends with
         self._meta = ox.NamedNode(self.ns.meta_graph)
         self._labelled: set[tuple[str, str | None]] = set()
+        #: the KG's label index beside the store, written batch by batch with the facts (the
+        #: linker's fallbacks search it; see kgqa.sparql.label_index); None where the store indexes
+        #: its labels itself (Virtuoso's free-text index)
+        self.label_index = label_index
 
     # --- what a subclass provides ---
     def _add(self, quads: Iterable[ox.Quad], bulk: bool) -> None:
@@ -51,7 +56,8 @@ class RdfWriter:
         pass
 
     def close(self) -> None:
-        pass
+        if self.label_index is not None:
+            self.label_index.close()
 
     # --- shared ---
     def register(self) -> None:
@@ -78,6 +84,7 @@ class RdfWriter:
         meta = self._meta
         quads: list[ox.Quad] = []
         terms: dict[str, ox.NamedNode] = {}
+        to_index: list[tuple[str, str]] = []
         labelled = self._labelled
         if len(labelled) > LABELLED_MEMORY:
             labelled.clear()  # forgetting only costs rewriting a few labels (quads are a set)
@@ -94,6 +101,7 @@ class RdfWriter:
                         quads.append(ox.Quad(found, _TYPE, _RELATION, meta))
                     else:
                         quads.append(ox.Quad(found, _NORMALISED, ox.Literal(normalise_label(label)), meta))
+                        to_index.append((node.iri, label))
             return found
 
         known = terms.get
@@ -101,6 +109,8 @@ class RdfWriter:
             s, r, o = fact.subject, fact.relation, fact.object
             quads.append(ox.Quad(known(s.iri) or term(s), known(r.iri) or term(r, relation=True), known(o.iri) or term(o), data))
         marker = ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMMITTED), ox.Literal(str(committed), datatype=XSD_INTEGER), meta)
+        if self.label_index is not None:
+            self.label_index.add(to_index)  # before the marker, as the facts are
         self._add_batch(quads, marker)
         state.committed = committed
 
@@ -112,6 +122,9 @@ class RdfWriter:
 
     def add_labels(self, labels: Iterable[tuple[str, str]]) -> None:
         """Explicit labels (rdfs:label and friends in RDF sources) for entities."""
+        labels = list(labels)
+        if self.label_index is not None:
+            self.label_index.add(labels)
         quads = []
         for iri, label in labels:
             term = ox.NamedNode(iri)

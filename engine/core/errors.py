@@ -20,5 +20,9 @@ class UnknownKG(StoreError):
     pass
 
 
+class NoLabelIndex(StoreError):
+    """The KG has no text index of its labels (yet): the linker goes on without its fallbacks."""
+
+
 class EntityNotFound(KGQAError):
     pass

@@ -85,6 +85,20 @@ class GraphStore(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class SearchesLabels(Protocol):
+    """A store that can find the few labels a misspelt name may mean through a text index (Neo4j's
+    full-text index, Virtuoso's free-text index, or kgqa's on-disk index beside an RDF store), never
+    by reading every label of the KG. The linker's fallbacks use it."""
+
+    def search_labels(self, texts: Sequence[str], any_word: bool = False, limit: int = 50) -> dict[str, list[tuple[str, str]]]:
+        """For each text, up to `limit` (entity IRI, label) candidate pairs: labels that hold every
+        word of the text, each as written or about one letter off (`any_word`: any of its words),
+        labels of about the text's length first. The caller decides which candidates match.
+        Raises `kgqa.core.errors.NoLabelIndex` where the KG has no such index."""
+        ...
+
+
 @dataclass(frozen=True)
 class WholeRetrieval:
     """An APP retrieval from one store call: every edge with the hop it was reached at, and the

@@ -1,4 +1,4 @@
-"""`kgqa` command line: load, subgraph, stats, train, synth, calibrate, ask, eval, serve."""
+"""`kgqa` command line: load, index, subgraph, stats, train, synth, calibrate, ask, eval, serve."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rich.table import Table
 from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.faces.cli_common import CheckpointOpt, KgOpt, StoreOpt, err, fail, out, progress_bar
 from kgqa.faces.cli_options import method_flags
+from kgqa.faces.cli_index import index
 from kgqa.faces.cli_load import load
 from kgqa.faces.cli_openworld import app as openworld_app
 from kgqa.faces.cli_calibrate import calibrate
@@ -26,6 +27,7 @@ from kgqa.retrieval.store_url import default_store_url, open_store
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Question answering over knowledge graphs in real graph stores.")
 app.command()(load)
+app.command()(index)
 
 
 @app.command()

@@ -1,23 +1,28 @@
 """Entity linking from a raw question: every n-gram is looked up in the store's label index in one
 call (exact, then normalised), and the longest non-overlapping matches win, scanning left to right.
-Two fallbacks for misspellings run over a local index of the KG's labels (`kgqa.retrieval.label_index`):
-fuzzy string similarity on the spans that matched nothing as written (a fuzzy match may replace a
-match as written only by extending it into a longer name with one misspelt word), and, when nothing
-matched at all, sentence-embedding similarity. All candidates stay in the trace."""
+Two fallbacks for misspellings ask the store's text index of labels (`kgqa.store.SearchesLabels`:
+Neo4j's full-text index, Virtuoso's free-text index, or kgqa's index beside an RDF store) for the
+few labels a span may mean, and judge those candidates here: fuzzy string similarity on the spans
+that matched nothing as written (a fuzzy match may replace a match as written only by extending it
+into a longer name with one misspelt word), and, when nothing matched at all, sentence-embedding
+similarity. No question reads the whole KG's labels. All candidates stay in the trace."""
 
 from __future__ import annotations
 
 import contextvars
 import difflib
 import functools
+import logging
 import re
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kgqa.retrieval.label_index import LabelIndex, index_for
+from kgqa.core.errors import NoLabelIndex
 from kgqa.core.labels import normalise_label
-from kgqa.core.store import GraphStore
+from kgqa.core.store import GraphStore, SearchesLabels
 from kgqa.core.types import Entity, LinkedEntity
 
 _TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*|[^\w\s]", re.UNICODE)
@@ -26,6 +31,10 @@ FALLBACK_NGRAM = 8  # longest span the fallbacks try
 FUZZY_THRESHOLD = 0.85  # difflib ratio on normalised labels
 FUZZY_THRESHOLD_ONE_WORD = 0.9  # one word has more near neighbours ("william" ~ "gilliam": 0.857)
 EMBEDDING_THRESHOLD = 0.9  # cosine of sentence embeddings
+CANDIDATES = 30  # labels the store's text index hands over per span
+EMBEDDING_CANDIDATES = 10  # more per span for the embedding fallback, sharing any of its words
+MIN_FUZZY_KEY = 4  # a shorter span has too many near neighbours to be a misspelling of one
+log = logging.getLogger(__name__)
 # Function words and question words: a KG may well hold a film called "What" or a band called "The",
 # but a question's "what" is almost never it. Spans made only of these words are not looked up.
 STOPWORDS = frozenset(
@@ -88,16 +97,14 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     # did match, a fuzzy match counts only if it extends that name's span ("Carve Heer Name with
     # Pride" → the film "Carve Her Name with Pride", not "Pride"); where nothing matched at all,
     # any fuzzy match counts, and failing those the best embedding match.
-    if fallback:
-        index = index_for(store)
-        if index is not None:
-            written = {text for _, _, text in matched}
-            rescued = _fallback(index, [s for s in spans if s[2] not in written], encoder, candidates, embedding=not chosen)
-            names = [(i, j) for i, j, hit in chosen if _name_like(hit.query)]
-            rescued = [(a, b, hit) for a, b, hit in rescued
-                       if all(_extends(a, b, hit, i, j, old) for i, j, old in chosen if a < j and i < b) and (not names or any(a < j and i < b for i, j in names))]
-            kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b for a, b, _ in rescued)]
-            chosen = kept + rescued
+    if fallback and isinstance(store, SearchesLabels):
+        written = {text for _, _, text in matched}
+        rescued = _fallback(store, [s for s in spans if s[2] not in written], encoder, candidates, embedding=not chosen)
+        names = [(i, j) for i, j, hit in chosen if _name_like(hit.query)]
+        rescued = [(a, b, hit) for a, b, hit in rescued
+                   if all(_extends(a, b, hit, i, j, old) for i, j, old in chosen if a < j and i < b) and (not names or any(a < j and i < b for i, j in names))]
+        kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b for a, b, _ in rescued)]
+        chosen = kept + rescued
     topics = [hit for _, _, hit in chosen]
     # A span written like a name (several words, or a capitalised word) outranks a lone lower-case
     # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
@@ -142,27 +149,90 @@ def _non_overlapping(ranked: list[tuple[int, int, LinkedEntity]]) -> list[tuple[
     return kept
 
 
-def _fallback(index: LabelIndex, spans: list[tuple[int, int, str]], encoder, candidates: dict[str, list[LinkedEntity]],  # type: ignore[no-untyped-def]
+def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder, candidates: dict[str, list[LinkedEntity]],  # type: ignore[no-untyped-def]
               embedding: bool = True) -> list[tuple[int, int, LinkedEntity]]:
     """Fuzzy matches of the question's spans (best similarity first, then longer spans, no overlaps);
-    if none (and `embedding`), the single best embedding match. Every match found is added to `candidates`."""
-    short = [s for s in spans if s[1] - s[0] <= FALLBACK_NGRAM]
+    if none (and `embedding`), the single best embedding match. Candidates come from the store's
+    label search; every match found is added to `candidates`."""
+    short = [s for s in spans if s[1] - s[0] <= FALLBACK_NGRAM and len(normalise_label(s[2])) >= MIN_FUZZY_KEY]
+    if not short:
+        return []
+    texts = sorted({text for _, _, text in short})
+    found = _search(store, texts, any_word=False, limit=CANDIDATES)
+    if found is None:
+        return []
     scored: list[tuple[float, int, int, LinkedEntity]] = []
     for i, j, text in short:
         threshold = FUZZY_THRESHOLD if j - i > 1 else FUZZY_THRESHOLD_ONE_WORD
-        hits = [LinkedEntity(text, Entity(m.iri, m.label), "fuzzy", m.score) for m in index.fuzzy(text, threshold=threshold)]
+        hits = [LinkedEntity(text, Entity(iri, label), "fuzzy", score) for iri, label, score in fuzzy_matches(text, found.get(text, []), threshold)]
         if hits:
             candidates[text] = hits
             scored.append((hits[0].score, i, j, hits[0]))
-    if not scored and short and embedding:
-        encoder = encoder or _shared_encoder()
-        for (i, j, text), m in zip(short, index.nearest([s[2] for s in short], encoder, EMBEDDING_THRESHOLD)):
-            if m is not None:
-                hit = LinkedEntity(text, Entity(m.iri, m.label), "embedding", m.score)
+    if not scored and embedding:
+        more = _search(store, texts, any_word=True, limit=EMBEDDING_CANDIDATES) or {}
+        pool = {text: list(dict.fromkeys(found.get(text, []) + more.get(text, []))) for text in texts}
+        nearest = _nearest(pool, encoder or _shared_encoder(), EMBEDDING_THRESHOLD)
+        for i, j, text in short:
+            if text in nearest:
+                iri, label, score = nearest[text]
+                hit = LinkedEntity(text, Entity(iri, label), "embedding", score)
                 candidates[text] = [hit]
-                scored.append((m.score, i, j, hit))
+                scored.append((score, i, j, hit))
         scored = sorted(scored, key=lambda s: -s[0])[:1]
     return _non_overlapping([(i, j, hit) for _, i, j, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1]))])
+
+
+def fuzzy_matches(text: str, pairs: list[tuple[str, str]], threshold: float, k: int = 5) -> list[tuple[str, str, float]]:
+    """The candidate (IRI, label) pairs whose normalised label is at least `threshold` similar to
+    `text`'s (difflib's ratio), best first, at most `k`."""
+    key = normalise_label(text)
+    found = []
+    for iri, label in pairs:
+        other = normalise_label(label)
+        if 2.0 * min(len(key), len(other)) / (len(key) + len(other)) < threshold:  # the ratio's bound by length
+            continue
+        matcher = difflib.SequenceMatcher(None, key, other, autojunk=False)
+        # the cheap upper bounds first (difflib's documented pattern)
+        if matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold:
+            continue
+        ratio = matcher.ratio()
+        if ratio >= threshold:
+            found.append((iri, label, ratio))
+    found.sort(key=lambda m: (-m[2], m[1], m[0]))
+    return found[:k]
+
+
+def _nearest(pool: dict[str, list[tuple[str, str]]], encoder, threshold: float) -> dict[str, tuple[str, str, float]]:  # type: ignore[no-untyped-def]
+    """For each text, its candidate with the most similar sentence embedding, if its cosine ≥ threshold."""
+    texts = [text for text, pairs in pool.items() if pairs]
+    if not texts:
+        return {}
+    labels = sorted({label for text in texts for _, label in pool[text]})
+    row = {label: n for n, label in enumerate(labels)}
+    sims = encoder.encode(texts) @ encoder.encode(labels).T
+    out = {}
+    for t, text in enumerate(texts):
+        iri, label = min(pool[text], key=lambda pair: (-sims[t, row[pair[1]]], pair[0], pair[1]))  # ties: the first IRI
+        if sims[t, row[label]] >= threshold:
+            out[text] = (iri, label, float(sims[t, row[label]]))
+    return out
+
+
+_WARNED: "weakref.WeakSet[object]" = weakref.WeakSet()
+_WARNED_LOCK = threading.Lock()
+
+
+def _search(store: SearchesLabels, texts: list[str], any_word: bool, limit: int) -> dict[str, list[tuple[str, str]]] | None:
+    """The store's label candidates; None (after one warning per store) where it has no index."""
+    try:
+        return store.search_labels(texts, any_word=any_word, limit=limit)
+    except NoLabelIndex as exc:
+        with _WARNED_LOCK:
+            first = store not in _WARNED
+            _WARNED.add(store)
+        if first:
+            log.warning("linking goes on without its fuzzy/embedding fallbacks: %s", exc)
+        return None
 
 
 @functools.cache
