@@ -95,25 +95,65 @@ def _open_text(path: Path) -> tuple[IO[str], ByteCounter]:
     return io.TextIOWrapper(stream, encoding="utf-8", newline=None), counter
 
 
+class DecodedLines:
+    """The lines of a (possibly gzipped) file as text, numbered from 1, decoded one by one, so that
+    a file that is not UTF-8 text (a binary file, another encoding) is refused with its name, line
+    and byte offset (in the uncompressed stream) instead of a bare UnicodeDecodeError."""
+
+    def __init__(self, raw: IO[bytes], path: Path):
+        self._raw, self._path = raw, path
+
+    def __enter__(self) -> "DecodedLines":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._raw.close()
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        offset = 0
+        for number, raw in enumerate(self._raw, start=1):
+            if b"\0" in raw:
+                at = offset + raw.index(b"\0")
+                raise BadInputLine(str(self._path), number, f"a binary file, not text (a NUL byte at byte offset {at:,})")
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BadInputLine(str(self._path), number, f"not UTF-8 text (byte offset {offset + exc.start:,}: {exc.reason}); "
+                                                             "convert it, e.g. with iconv -t UTF-8") from None
+            offset += len(raw)
+
+
+def _open_lines(path: Path) -> tuple[DecodedLines, ByteCounter]:
+    raw = open(path, "rb")
+    counter = ByteCounter(raw)
+    magic = raw.read(2)
+    raw.seek(0)
+    stream: IO[bytes] = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw  # type: ignore[assignment]
+    return DecodedLines(stream, path), counter
+
+
 def read(path: Path, fmt: str, ns: KGNamespace) -> tuple[Iterator[Record], ByteCounter]:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    text, counter = _open_text(path)
-    readers = {"metaqa": _delimited, "tsv": _delimited, "nt": _ntriples, "ttl": _turtle, "labels": _labels}
-    return readers[fmt](text, fmt, ns, path), counter
+    if fmt == "ttl":
+        text, counter = _open_text(path)
+        return _turtle(text, fmt, ns, path), counter
+    lines, counter = _open_lines(path)
+    readers = {"metaqa": _delimited, "tsv": _delimited, "nt": _ntriples, "labels": _labels}
+    return readers[fmt](lines, fmt, ns, path), counter
 
 
 def _minted(ns: KGNamespace, value: str, relation: bool = False) -> SourceNode:
     return SourceNode(ns.relation(value) if relation else ns.entity(value), value)
 
 
-def _delimited(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
+def _delimited(text: DecodedLines, fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
     """MetaQA `subject|relation|object` or TSV `subject<TAB>relation<TAB>object`."""
     sep = "|" if fmt == "metaqa" else "\t"
     # Names repeat across facts (MetaQA: 385k uses of 43k names); minting an IRI percent-encodes it.
     minted = lru_cache(maxsize=1 << 18)(partial(_minted, ns))
     with text:
-        for number, line in enumerate(text, start=1):
+        for number, line in text:
             stripped = line.rstrip("\r\n")
             if not stripped or stripped[0] in " \t#":  # the quick test first: most lines start with a name
                 if not stripped.strip() or stripped.lstrip().startswith("#"):
@@ -130,10 +170,10 @@ def _delimited(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator
             yield Record(number, SourceFact(minted(s), minted(r, True), minted(o)))
 
 
-def _labels(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
+def _labels(text: DecodedLines, fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
     """`id<TAB>label` lines: readable labels for ids that MetaQA/TSV facts use (e.g. Freebase MIDs)."""
     with text:
-        for number, line in enumerate(text, start=1):
+        for number, line in text:
             stripped = line.rstrip("\r\n")
             if not stripped.strip() or stripped.lstrip().startswith("#"):
                 yield Record(number, None)
@@ -168,7 +208,7 @@ class _Converter:
         return SourceFact(self.node(s), SourceNode(str(p), None), self.node(o))
 
 
-def _ntriples(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
+def _ntriples(text: DecodedLines, fmt: str, ns: KGNamespace, path: Path) -> Iterator[Record]:
     """rdflib's N-Triples parser, fed one line at a time: streaming, and errors know their line."""
     from rdflib.plugins.parsers.ntriples import ParseError, W3CNTriplesParser
 
@@ -183,7 +223,7 @@ def _ntriples(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[
     bnodes: dict = {}
     convert = _Converter(ns)
     with text:
-        for number, line in enumerate(text, start=1):
+        for number, line in text:
             sink.triple_ = None
             parser.line = line.rstrip("\r\n")
             try:
@@ -212,6 +252,8 @@ def _turtle(text: IO[str], fmt: str, ns: KGNamespace, path: Path) -> Iterator[Re
             with text:
                 StreamingGraph().parse(source=text, format="turtle", publicID=path.resolve().as_uri())
             handoff.put(done)
+        except UnicodeDecodeError as err:
+            handoff.put(ValueError(f"not UTF-8 text ({err.reason} near byte offset {err.start:,} of a read block); convert it, e.g. with iconv -t UTF-8"))
         except Exception as err:  # handed to the consumer, which names the file
             handoff.put(err)
 

@@ -14,6 +14,7 @@ import pytest
 
 from kgqa.core.errors import BadInputLine
 from kgqa.loaders import load_file
+from kgqa.loaders.load import source_key
 from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 
@@ -91,6 +92,23 @@ def test_malformed_line_names_file_and_line_or_is_skipped_and_counted(tmp_path, 
     assert f"{path}:{bad_line}:" in str(info.value)
     report = load_file(_writer(), path, skip_bad=True)
     assert report.skipped == 1 and report.skipped_lines == [bad_line]
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_binary_or_wrongly_encoded_file_is_refused_with_its_name_line_and_byte_offset_and_keeps_what_came_before(tmp_path, gzipped):
+    good = "".join(f"e{i}|r|e{i + 1}\n" for i in range(30)).encode()
+    cases = {"latin1.txt": good + "Zoë|r|x\n".encode("latin-1"), "binary.txt": good + b"\x7fELF\x02\x01\x00\x00|r|x\n"}
+    for name, content in cases.items():
+        path = tmp_path / (name + (".gz" if gzipped else ""))
+        path.write_bytes(gzip.compress(content) if gzipped else content)
+        writer = _writer()
+        with pytest.raises(BadInputLine) as info:
+            load_file(writer, path, "metaqa", batch_size=10, skip_bad=True)
+        offset = len(good) + (2 if name == "latin1.txt" else 6)
+        assert f"{path}:31:" in str(info.value) and f"byte offset {offset}" in str(info.value), str(info.value)
+        assert ("not UTF-8" if name == "latin1.txt" else "binary") in str(info.value)
+        assert writer.fact_count() == 30  # the batches before it are in, and recorded as such
+        assert writer.load_state(source_key(path, "metaqa")).committed == 30
 
 
 def test_turtle_syntax_error_stops_even_with_skip_bad(tmp_path):

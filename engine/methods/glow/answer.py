@@ -73,6 +73,8 @@ class GLOWCheckpoint:
 
     def __init__(self, folder: Path):
         self.folder = folder
+        if not (folder / "config.json").is_file():
+            raise ValueError(f"{folder}: no GLOW checkpoint here ({'config.json missing' if folder.is_dir() else 'no such folder'})")
         self.meta = json.loads((folder / "config.json").read_text())
         self.kg, self.description = str(self.meta["kg"]), str(self.meta.get("description", ""))
         self.patterns = [Pattern.from_json(p, f"{folder}/config.json") for p in self.meta["patterns"]]

@@ -65,6 +65,8 @@ class GraspTrainConfig:
 def load_checkpoint(path: Path, trainable: bool = False, selector: Selector | None = None,
                     device: str = "cpu") -> tuple[GraphSoftPrompt, Selector, dict]:
     """The encoder on `device`, and the selector (`selector` if given: the encoder goes to its device)."""
+    if not (path / "config.json").is_file():
+        raise ValueError(f"{path}: no GraSP checkpoint here ({'config.json missing' if path.is_dir() else 'no such folder'})")
     config = json.loads((path / "config.json").read_text())
     if config.get("format") != FORMAT:
         raise ValueError(f"{path}: not a GraSP checkpoint ({FORMAT})")

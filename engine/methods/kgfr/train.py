@@ -378,6 +378,8 @@ def load_checkpoint(path: Path, device: str = "auto") -> tuple[KGFR, dict]:
     from safetensors.torch import load_file
 
     path = Path(path)
+    if not (path / "config.json").is_file():
+        raise ValueError(f"{path}: no KGFR checkpoint here ({'config.json missing' if path.is_dir() else 'no such folder'})")
     meta = json.loads((path / "config.json").read_text())
     model = KGFR(**meta["model"])
     model.load_state_dict(load_file(str(path / "model.safetensors")))

@@ -239,7 +239,7 @@ def load_checkpoint(path: Path, device: str = "auto") -> tuple[RAPL, dict]:
     path = Path(path)
     config = path / "config.json"
     if not config.exists():
-        raise ValueError(f"{path}: no RAPL checkpoint here (config.json missing)")
+        raise ValueError(f"{path}: no RAPL checkpoint here ({'config.json missing' if path.is_dir() else 'no such folder'})")
     meta = json.loads(config.read_text())
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path} is not a RAPL checkpoint (format {meta.get('format')!r}, expected {FORMAT!r})")
