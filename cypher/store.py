@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import neo4j
 from neo4j.exceptions import Neo4jError
 
-from kgqa.cypher.connection import Neo4jTarget, explain
+from kgqa.cypher.connection import Neo4jStoreError, Neo4jTarget, explain
 from kgqa.cypher.queries import cypher, repeated
-from kgqa.core.labels import display_label, resolved
+from kgqa.core.errors import NoLabelIndex
+from kgqa.core.labels import display_label, normalise_label, resolved
 from kgqa.core.namespace import check_kg_name
 from kgqa.sparql.reader import pick_kg
 from kgqa.core.store import RelationInfo, StoreCounts, WholeRetrieval
@@ -20,6 +22,38 @@ from kgqa.core.types import Edge, LinkedEntity
 
 Record = dict[str, Any]
 log = logging.getLogger(__name__)
+
+LABEL_INDEX = "kgqa_label_keys"  # the full-text index of entity and alias keys (schema.cypher)
+MIN_FUZZY_WORD = 3  # shorter words are matched as written only ("17", "of"), as in sparql/label_index.py
+MAX_SEARCH_WORDS = 16  # words of a text searched: each fuzzy term expands to ≤ 50 Lucene clauses, ≤ 1,024 in all
+LUCENE_OVERFETCH = 4  # Lucene ranks the nodes of every KG in the database; the KG filter comes after
+_PLAIN_WORD = re.compile(r"[^\W_]+")  # letters and digits only: none of Lucene's + - & | ! ( ) { } [ ] ^ " ~ * ? : \ /
+_LUCENE_KEYWORDS = {"AND", "OR", "NOT", "TO"}
+
+
+def lucene_query(words: Sequence[str], any_word: bool = False) -> str:
+    """The Lucene query (classic syntax) that finds keys holding every word (`any_word`: any of them),
+    each as written or one edit away: `word~1` (Lucene's fuzzy term: one letter deleted, added,
+    replaced, or two adjacent swapped) for words of 3 characters or more, `word` for shorter ones,
+    joined by AND (OR). Words are normalised ones (`normalise_label(text).split()`); anything else —
+    an empty word, one with a Lucene operator or special character, or an operator keyword — is
+    refused with ValueError, so no text can change the query's structure."""
+    if not words:
+        raise ValueError("a Lucene query needs at least one word")
+    for word in words:
+        if not _PLAIN_WORD.fullmatch(word) or word in _LUCENE_KEYWORDS:
+            raise ValueError(f"not a plain word, refused in a Lucene query: {word!r}")
+    terms = [f"{word}~1" if len(word) >= MIN_FUZZY_WORD else word for word in words]
+    return (" OR " if any_word else " AND ").join(terms)
+
+
+def _no_such_index(exc: BaseException | None) -> bool:
+    """Whether a driver error says the full-text index does not exist (a KG loaded by an older kgqa):
+    Neo4j 5 answers Neo.ClientError.Procedure.ProcedureCallFailed, "There is no such fulltext schema index"."""
+    if not isinstance(exc, Neo4jError):
+        return False
+    code, message = exc.code or "", (exc.message or "").lower()
+    return code.startswith("Neo.ClientError.") and "no such fulltext schema index" in message
 
 
 class Neo4jStore:
@@ -94,6 +128,32 @@ class Neo4jStore:
     def label_page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:
         iri, label = after or ("", "")
         return [(r["e"], r["label"]) for r in self._query("label_page", after_iri=iri, after_label=label, limit=limit)]
+
+    def search_labels(self, texts: Sequence[str], any_word: bool = False, limit: int = 50) -> dict[str, list[tuple[str, str]]]:
+        """Candidates through Neo4j's full-text index of entity and alias keys, every text in one query
+        (see search_labels.cypher and `lucene_query`; `kgqa.core.store.SearchesLabels`)."""
+        out: dict[str, list[tuple[str, str]]] = {text: [] for text in texts}
+        queries = []
+        for text in out:
+            key = normalise_label(text)
+            words = key.split()[:MAX_SEARCH_WORDS]
+            if words:
+                queries.append({"text": text, "lucene": lucene_query(words, any_word), "length": len(key)})
+        if not queries or limit <= 0:
+            return out
+        try:
+            rows = self._query("search_labels", queries=queries, limit=limit, asked=limit * LUCENE_OVERFETCH)
+        except Neo4jStoreError as exc:
+            if _no_such_index(exc.__cause__):
+                raise NoLabelIndex(
+                    f"KG {self.kg!r} on {self.target.uri} has no full-text index of its labels ({LABEL_INDEX}; it was "
+                    f"loaded by an older kgqa or imported in bulk): run `kgqa load` of the same files with --kg {self.kg} "
+                    f"--store {self.target.uri} once (it creates the index and finds the files already loaded)"
+                ) from None
+            raise
+        for row in rows:
+            out[row["text"]] = [(e, label) for e, label in row["pairs"]]
+        return out
 
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], r["facts"]) for r in self._query("relations")]
