@@ -17,15 +17,17 @@ import csv
 import http.client
 import io
 import logging
+import re
 import socket
 import threading
 import time
 from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit
 
-from kgqa.core.errors import StoreError
-from kgqa.sparql import escape, virtuoso_app
-from kgqa.sparql.label_index import endpoint_index_path
+from kgqa.core.errors import NoLabelIndex, StoreError
+from kgqa.core.labels import normalise_label
+from kgqa.sparql import escape, queries, virtuoso_app
+from kgqa.sparql.label_index import MIN_FUZZY_WORD, endpoint_index_path, within_one_edit
 from kgqa.sparql.queries import render
 from kgqa.sparql.reader import Row, SparqlReader, pick_kg
 from kgqa.core.store import WholeRetrieval
@@ -38,6 +40,27 @@ APP_RECHECK_S = 300.0
 log = logging.getLogger(__name__)
 csv.field_size_limit(4 * virtuoso_app.MAX_BYTES)  # a whole retrieval comes as one value (default: 128 KiB)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
+# --- label search on Virtuoso (SparqlEndpointStore.search_labels) ---
+#: Words of a text searched (the linker's fallbacks try spans of up to 8); "all but one" has n(n-1) terms.
+MAX_SEARCH_WORDS = 8
+#: Rows asked per (text, expression) for each candidate the caller gets: a row pairs a matching key with
+#: each label of its entity, and the words are checked again here.
+SEARCH_OVERFETCH = 4
+#: Most rows one search query may bring: texts beyond go into further queries, so that no answer meets
+#: Virtuoso's ResultSetMaxRows (10,000 by default; a result cut there raises).
+SEARCH_ROWS = 5000
+#: Most (text, expression) branches in one search query: a large UNION costs Virtuoso more than its
+#: parts (MetaQA, 20 misspelt titles, 40 branches: median 85 ms in one query, 54 ms in 6-branch ones,
+#: 66 ms in 2-branch ones).
+SEARCH_BRANCHES = 8
+#: A word shorter than this is no match on its own ("the", "of", "oz"; see contains_expression).
+MIN_ALONE = 4
+#: The wildcards `contains_expression` adds to each word, tried in turn while Virtuoso answers that one
+#: matched too many words of its text index (FT038; each index word a wildcard matches is one more
+#: list of documents to merge): the first 4 letters, the first half, none.
+WILDCARD_PREFIXES = ("short", "long", None)
+_FREE_TEXT_WORD = re.compile(r"[^\W_]+")  # letters and digits: the words of a normalised label
+_WILDCARD_LIMIT = "FT038"  # Virtuoso: "wildcard has over 1000 matches" (7.2.5: over 100,000 words of the index)
 
 
 class EndpointError(StoreError):
@@ -213,6 +236,79 @@ class SparqlEndpointStore(SparqlReader):
             return True
         return self._app_missing_at is not None and time.monotonic() - self._app_missing_at >= APP_RECHECK_S
 
+    def search_labels(self, texts: Sequence[str], any_word: bool = False, limit: int = 50) -> dict[str, list[tuple[str, str]]]:
+        """On Virtuoso, candidates through its free-text index of the KG's normalised labels (the
+        loader's rule; `kgqa.sparql.virtuoso`), SEARCH_BRANCHES (text, expression) pairs to a query
+        (search_labels_virtuoso.rq). Virtuoso's text queries have no fuzzy terms, so each text is
+        asked as `contains_expression` builds it: every word (as written, or by its leading letters:
+        a typo past them), and every word but one (a typo anywhere in that one); with `any_word`,
+        every word, and any word. The rows are then held to what the protocol promises: each word of
+        the text (any, with `any_word`) as written or one edit away (`label_index.within_one_edit`;
+        words under 3 letters as written), keys of the nearest length first (with `any_word`, those
+        that hold every word before the others), at most `limit` per text. Elsewhere, the label
+        index beside the store (`SparqlReader.search_labels`). See `kgqa.core.store.SearchesLabels`."""
+        out: dict[str, list[tuple[str, str]]] = {text: [] for text in texts}
+        searches: list[tuple[str, str, list[str]]] = []  # (text, key, words)
+        for text in out:
+            key = normalise_label(text)
+            words = list(dict.fromkeys(key.split()))[:MAX_SEARCH_WORDS]
+            if words:
+                searches.append((text, key, words))
+        if not searches or limit <= 0:
+            return out
+        if not self.server:  # not asked anything yet: the Server header says which engine this is
+            self.round_trips += 1
+            self._execute("kgs", render("kgs"))
+        if not self.is_virtuoso:
+            return super().search_labels(texts, any_word=any_word, limit=limit)
+        asked = min(limit * SEARCH_OVERFETCH, SEARCH_ROWS)
+        rows: list[Row] = []
+        for prefix in WILDCARD_PREFIXES:
+            try:
+                rows = self._search_rows(searches, any_word, asked, prefix)
+                break
+            except EndpointError as exc:
+                if _WILDCARD_LIMIT not in str(exc) or prefix is None:
+                    raise
+                # a wildcard matched too many words of the server's text index: longer ones, then none
+                log.info("%s: a free-text wildcard of %s prefixes matched too many words; asking again with fewer", self.url, prefix)
+        if not any("indexed" in row for row in rows):
+            raise NoLabelIndex(
+                f"KG {self.kg!r} at {self.url} has no free-text index of its labels in Virtuoso (it was loaded by an older "
+                f"kgqa, or Virtuoso refused the index rule then): run `kgqa load` of the same files with --kg {self.kg} "
+                f"--store virtuoso://HOST:SQLPORT?sparql={self.url}&load_dir=DIR once (it indexes the labels already "
+                "loaded and finds the files loaded)")
+        found: dict[int, dict[tuple[str, str], str]] = {}
+        for row in rows:
+            if "t" in row and "e" in row and "label" in row and "key" in row:
+                key = row["key"]
+                if normalise_label(row["label"]) == key:  # not a key paired with another label of its entity
+                    found.setdefault(int(row["t"]), {})[(row["e"], row["label"])] = key
+        for t, (text, key, words) in enumerate(searches):
+            kept = [(pair, other) for pair, other in found.get(t, {}).items() if holds_words(other.split(), words, any_word)]
+            # nearest length first (the longer one of two as near), with `any_word` those holding every word before
+            kept.sort(key=lambda item: (any_word and not holds_words(item[1].split(), words), abs(len(item[1]) - len(key)),
+                                        len(item[1]) < len(key), item[0][1], item[0][0]))
+            out[text] = [pair for pair, _ in kept[:limit]]
+        return out
+
+    def _search_rows(self, searches: list[tuple[str, str, list[str]]], any_word: bool, asked: int, prefix: str | None) -> list[Row]:
+        """The rows of search_labels_virtuoso.rq for every (text, expression), SEARCH_BRANCHES of them
+        to a query (fewer where they could bring over SEARCH_ROWS rows)."""
+        modes = ["every", "any" if any_word else "all_but_one"]
+        branches = [
+            {"t": escape.integer(t), "length": escape.integer(len(key)), "asked": escape.integer(asked),
+             "expression": escape.literal(contains_expression(words, mode, prefix))}
+            for t, (_, key, words) in enumerate(searches) for mode in modes[: 1 if len(words) == 1 else 2]
+        ]
+        per_query = max(1, min(SEARCH_BRANCHES, SEARCH_ROWS // asked))
+        rows: list[Row] = []
+        for start in range(0, len(branches), per_query):
+            query = _repeated_branch("search_labels_virtuoso", "match", branches[start : start + per_query], kg=escape.iri(self.ns.iri), **self._graphs)
+            self.round_trips += 1
+            rows += self._execute("search_labels_virtuoso", query)
+        return rows
+
     def close(self) -> None:
         self._http.close()
 
@@ -250,3 +346,61 @@ class SparqlEndpointStore(SparqlReader):
                 "raise ResultSetMaxRows in the server's [SPARQL] settings"
             )
         return rows
+
+
+def contains_expression(words: Sequence[str], mode: str = "every", prefix: str | None = "short") -> str:
+    """A text query of Virtuoso's free-text language (`?key bif:contains …`) for keys that hold
+    `every` one of `words`, `all_but_one` of them (the one left out may be misspelt anywhere), or
+    `any` of them (in these two, a word under MIN_ALONE letters is no match on its own where a
+    longer word could be). Each word is a quoted phrase that, with a `prefix`, also matches by its
+    leading letters and a wildcard, so that a typo past them still matches: `short`, the first 4
+    letters of a word of 5 or more ("dieterel" → ("dieterel" OR "diet*"); Virtuoso wants 4 before
+    a `*`); `long`, the first half, at least 5, of a word of 6 or more (a wildcard of more letters
+    matches fewer words of the server's index, and Virtuoso refuses one that matches too many);
+    None, none.
+    Only words of letters and digits are taken (a normalised label has no other): anything else
+    raises ValueError, so that no operator, quote or wildcard of a text can reach the query."""
+    if mode not in ("every", "all_but_one", "any"):
+        raise ValueError(f"no such free-text search mode: {mode!r}")
+    if prefix not in ("short", "long", None):
+        raise ValueError(f"no such wildcard prefix: {prefix!r}")
+    if not words:
+        raise ValueError("a free-text query needs at least one word")
+    terms = []
+    for word in dict.fromkeys(words):
+        if not isinstance(word, str) or not _FREE_TEXT_WORD.fullmatch(word):
+            raise ValueError(f"not a word of letters and digits for a free-text query: {word!r}")
+        letters = 4 if prefix == "short" else max(5, (len(word) + 1) // 2)
+        if prefix is not None and len(word) > letters:
+            terms.append(f'("{word}" OR "{word[:letters]}*")')
+        else:
+            terms.append(f'"{word}"')
+    if mode == "every" or len(terms) == 1:
+        return " AND ".join(terms)
+    # a short word ("the", "of", "oz") is no match on its own where a longer one could be: alone, it
+    # matches most labels, which the server would rank and the caller throw away
+    alone = [len(word) >= MIN_ALONE for word in dict.fromkeys(words)]
+    if mode == "any":
+        return " OR ".join(term for term, ok in zip(terms, alone) if ok or not any(alone))
+    groups = [[j for j in range(len(terms)) if j != i] for i in range(len(terms))]
+    kept = [group for group in groups if len(group) > 1 or alone[group[0]]] or groups
+    return " OR ".join(terms[group[0]] if len(group) == 1 else "(" + " AND ".join(terms[j] for j in group) + ")" for group in kept)
+
+
+def holds_words(key_words: Sequence[str], words: Sequence[str], any_word: bool = False) -> bool:
+    """Whether a key's words hold each of `words` (with `any_word`, any of them) as written or one
+    edit away; words under MIN_FUZZY_WORD letters as written only (as the label index beside other
+    stores: `kgqa.sparql.label_index`)."""
+    def near(word: str) -> bool:
+        return any(other == word or (len(word) >= MIN_FUZZY_WORD and within_one_edit(word, other)) for other in key_words)
+
+    return any(map(near, words)) if any_word else all(map(near, words))
+
+
+def _repeated_branch(name: str, branch: str, rows: list[dict[str, escape.SparqlTerm]], **shared: escape.SparqlTerm) -> str:
+    """`name.rq` with its `branch` once per item of `rows` (each with its own slot values), the text
+    before and after the branches filled with `shared` (see `queries.render_union`, whose branches
+    each come once)."""
+    head, texts, tail = queries._branches(name)
+    parts = [queries._fill(name, texts[branch], {**shared, **terms}) for terms in rows]
+    return queries._fill(name, head, shared) + "\n".join(parts) + "\n" + queries._fill(name, tail, shared)

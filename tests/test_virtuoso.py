@@ -9,12 +9,12 @@ import logging
 import pytest
 
 from kgqa import open_writer, retrieve
-from kgqa.core.errors import StoreError
+from kgqa.core.errors import NoLabelIndex, StoreError
 from kgqa.loaders import load_file
 from kgqa.core.namespace import KGNamespace
 from kgqa.sparql import virtuoso_app
-from kgqa.sparql.endpoint import APP_RECHECK_S, EndpointError, SparqlEndpointStore
-from kgqa.sparql.virtuoso import Isql
+from kgqa.sparql.endpoint import APP_RECHECK_S, EndpointError, SparqlEndpointStore, contains_expression
+from kgqa.sparql.virtuoso import Isql, VirtuosoWriter
 from kgqa.core.types import Edge
 from conftest import DEMO_KG
 from launchers import VirtuosoServer
@@ -178,3 +178,201 @@ def test_the_app_procedure_is_created_again_once_the_loads_facts_and_counts_are_
     assert store.has_app_procedure and got.trace.round_trips == 1
     a, r, b, c = tiny.entity("a"), tiny.relation("r"), tiny.entity("b"), tiny.entity("c")
     assert {(a, r, False, b, 1), (b, r, False, c, 2)} <= got.edge_set() == want.edge_set()
+
+
+# --- entity-label search through Virtuoso's free-text index (bif:contains) ---
+
+NAMES, TWIN, OLDER = KGNamespace("names"), KGNamespace("names_twin"), KGNamespace("older")
+NAME_FACTS = [
+    "Fog Over Frisco|has_tags|barbary coast",  # a label that is its own key first (not in the demo KG)
+    "Kismet|directed_by|William Dieterle",
+    "The Hunchback of Notre Dame|directed_by|William Dieterle",
+    "Fog Over Frisco|has_tags|william dieterle",
+    "William Dieterle Retrospective Festival|honours|William Dieterle",
+    "Kismet|written_by|Edward Knoblock",
+    "Ran|directed_by|Akira Kurosawa",
+    "m.0abc|starred_in|Kismet",
+]
+NAME_ALIASES = ["m.0abc\tMarlene Dietrich"]
+
+
+def _search_pairs(pairs: list[tuple[str, str]]) -> list[str]:
+    return [iri for iri, _ in pairs]
+
+
+@pytest.fixture(scope="module")
+def names_kg(strict_virtuoso, tmp_path_factory):
+    """KG `names` (facts and a labels file) and KG `names_twin` (the same and one name of its own),
+    loaded while Virtuoso's default rule that indexes every literal is off: only kgqa's rule indexes
+    their labels. The rule comes back at the end (it indexes everything again)."""
+    folder = tmp_path_factory.mktemp("names")
+    (folder / "kb.txt").write_text("\n".join(NAME_FACTS) + "\n", encoding="utf-8")
+    (folder / "aliases.tsv").write_text("\n".join(NAME_ALIASES) + "\n", encoding="utf-8")
+    (folder / "twin.txt").write_text("\n".join(NAME_FACTS + ["Wilhelm Dieterle|born_in|Ludwigshafen"]) + "\n", encoding="utf-8")
+    strict_virtuoso.isql("DB.DBA.RDF_OBJ_FT_RULE_DEL (null, null, 'ALL')")
+    try:
+        for kg, files in [("names", [("kb.txt", None), ("aliases.tsv", "labels")]), ("names_twin", [("twin.txt", None)])]:
+            writer = open_writer(strict_virtuoso.writer_url, kg)
+            for name, fmt in files:
+                load_file(writer, folder / name, fmt)
+            writer.close()
+        yield SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names")
+    finally:
+        strict_virtuoso.isql("DB.DBA.RDF_OBJ_FT_RULE_ADD (null, null, 'ALL')")
+
+
+def test_a_misspelt_name_is_found_through_the_free_text_index(names_kg):
+    before = names_kg.round_trips
+    found = names_kg.search_labels(["William Dieterel", "Kismit", "Edward Knoblok", "Zzyzx Qwerty", "ran", "barbary coast"], limit=10)
+    assert names_kg.round_trips == before + 2  # 10 (text, expression) branches, SEARCH_BRANCHES = 8 to a query
+    assert (NAMES.entity("William Dieterle"), "William Dieterle") in found["William Dieterel"]  # a typo past the 4th letter
+    assert _search_pairs(found["Kismit"]) == [NAMES.entity("Kismet")]  # one word: its first 4 letters and a wildcard
+    assert _search_pairs(found["Edward Knoblok"]) == [NAMES.entity("Edward Knoblock")]
+    assert found["Zzyzx Qwerty"] == []
+    assert _search_pairs(found["ran"]) == [NAMES.entity("Ran")]  # a 3-letter label is in the index too
+    assert found["barbary coast"] == [(NAMES.entity("barbary coast"), "barbary coast")]  # and a key that is its label
+
+
+def test_a_typo_in_the_first_letters_is_found_by_the_other_words_and_every_word_must_match(names_kg):
+    found = names_kg.search_labels(["Wiliam Dieterle"], limit=10)["Wiliam Dieterle"]
+    # both spellings of the name (key length 16) before the 39-character festival; "Wilhelm" is another KG's
+    assert set(_search_pairs(found[:2])) == {NAMES.entity("William Dieterle"), NAMES.entity("william dieterle")}
+    assert _search_pairs(found[2:]) == [NAMES.entity("William Dieterle Retrospective Festival")]
+    assert names_kg.search_labels(["William Dieterle"], limit=1)["William Dieterle"][0][1].casefold() == "william dieterle"
+    assert names_kg.search_labels(["William Knoblock"], limit=10)["William Knoblock"] == []  # no label has both
+    assert names_kg.search_labels(["Marlene Dietrihc"], limit=10)["Marlene Dietrihc"] == [(NAMES.entity("m.0abc"), "Marlene Dietrich")]
+
+
+def test_another_kgs_labels_are_not_returned(names_kg, strict_virtuoso):
+    found = names_kg.search_labels(["William Dieterle", "Wilhelm Dieterle", "Marlene Dietrich"], any_word=True, limit=50)
+    every = [iri for pairs in found.values() for iri in _search_pairs(pairs)]
+    assert every and all(iri.startswith(NAMES.entity("")) for iri in every)
+    assert TWIN.entity("Wilhelm Dieterle") not in every and NAMES.entity("William Dieterle") in every
+    twin = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_twin")
+    assert _search_pairs(twin.search_labels(["Wilhelm Dieterel"], limit=5)["Wilhelm Dieterel"]) == [TWIN.entity("Wilhelm Dieterle")]
+
+
+def test_any_word_finds_the_words_in_another_order_and_any_of_them(names_kg):
+    found = names_kg.search_labels(["Dieterle William", "Kismet Frisco", "Dieterle Zzyzx"], any_word=True, limit=10)
+    assert _search_pairs(found["Dieterle William"])[:2] in (
+        [NAMES.entity("William Dieterle"), NAMES.entity("william dieterle")], [NAMES.entity("william dieterle"), NAMES.entity("William Dieterle")])
+    assert {NAMES.entity("Kismet"), NAMES.entity("Fog Over Frisco")} <= set(_search_pairs(found["Kismet Frisco"]))
+    assert NAMES.entity("William Dieterle") in _search_pairs(found["Dieterle Zzyzx"])
+    assert names_kg.search_labels(["Dieterle Zzyzx"], limit=10)["Dieterle Zzyzx"] == []  # every word, without any_word
+
+
+def test_texts_with_free_text_operators_are_plain_words_and_empty_ones_ask_nothing(names_kg):
+    hostile = ['kismet* OR "x', "william AND NOT (dieterle)", "dieterle NEAR ~ william'", '") OR ("zzzz*']
+    found = names_kg.search_labels(hostile, limit=10)
+    assert found[hostile[0]] == [] and found[hostile[3]] == []  # "or", "x", "zzzz" are in no label
+    assert found[hostile[1]] == [] and found[hostile[2]] == []  # nor "and", "not"; "near"
+    before = names_kg.round_trips
+    assert names_kg.search_labels(["", " !? ", "--"]) == {"": [], " !? ": [], "--": []}
+    assert names_kg.search_labels(["Kismet"], limit=0) == {"Kismet": []}
+    assert names_kg.round_trips == before
+
+
+def test_the_free_text_expression_is_built_from_plain_words_only():
+    assert contains_expression(["william", "dieterel"]) == '("william" OR "will*") AND ("dieterel" OR "diet*")'
+    assert contains_expression(["of", "oz", "kismet"], "all_but_one") == '("oz" AND ("kismet" OR "kism*")) OR ("of" AND ("kismet" OR "kism*")) OR ("of" AND "oz")'
+    assert contains_expression(["the", "gauntlet"], "all_but_one") == '("gauntlet" OR "gaun*")'  # not "the" alone
+    assert contains_expression(["dieterle", "william"], "any", prefix=None) == '"dieterle" OR "william"'
+    assert contains_expression(["the", "gauntlet"], "any") == '("gauntlet" OR "gaun*")'  # "the" alone would match most labels
+    assert contains_expression(["of", "oz"], "all_but_one") == '"oz" OR "of"'  # unless no word is longer
+    assert contains_expression(["christopher", "lee"], prefix="long") == '("christopher" OR "christ*") AND "lee"'
+    assert contains_expression(["münchen", "東京", "2001"]) == '("münchen" OR "münc*") AND "東京" AND "2001"'
+    for bad in ["a*", '"a"', "a b", "(a)", "a-b", "a_b", "a'b", "~a", "a\nb", "", "a|b", "a&b", "a^2", "a~"]:
+        with pytest.raises(ValueError):
+            contains_expression(["kismet", bad])
+    for args in [([], "every"), (["a"], "near"), (["a"], "every", "all")]:
+        with pytest.raises(ValueError):
+            contains_expression(*args)
+
+
+def test_a_wildcard_virtuoso_finds_too_broad_is_asked_again_with_longer_prefixes(names_kg, monkeypatch):
+    """Virtuoso refuses a wildcard that matches too many words of its index (FT038): the search is
+    asked again with longer prefixes, then none."""
+    sent: list[str] = []
+    real = SparqlEndpointStore._execute
+
+    def refusing(self, name, query, server_stop=True):  # type: ignore[no-untyped-def]
+        sent.append(query)
+        if name == "search_labels_virtuoso" and len(sent) <= 2:
+            raise EndpointError(f"{name}.rq: answered HTTP 500: Virtuoso 22015 Error FT038: wildcard has over 1000 matches")
+        return real(self, name, query, server_stop)
+
+    monkeypatch.setattr(SparqlEndpointStore, "_execute", refusing)
+    found = names_kg.search_labels(["Knoblokc"], limit=5)["Knoblokc"]
+    expressions = [[line for line in query.splitlines() if "?key bif:contains" in line] for query in sent]
+    assert found == [] and len(sent) == 3  # "knob*", then "knobl*", then the word as written only
+    assert "knob*" in expressions[0][0] and "knobl*" in expressions[1][0] and "*" not in expressions[2][0]
+    assert _search_pairs(names_kg.search_labels(["Knoblokc Edward"], limit=5)["Knoblokc Edward"]) == [NAMES.entity("Edward Knoblock")]
+
+
+def test_a_kg_loaded_without_the_index_says_how_to_get_it_and_a_load_of_the_same_files_indexes_it(strict_virtuoso, names_kg, monkeypatch, tmp_path):
+    """An older kgqa loaded the KG without the free-text rule (and Virtuoso's own rule that indexes
+    every literal is off): the search says which load to run; that load finds the file loaded and
+    indexes the labels already there, short ones too."""
+    kb = tmp_path / "old.txt"
+    kb.write_text("Oz|directed_by|Victor Fleming\n", encoding="utf-8")
+    monkeypatch.setattr(VirtuosoWriter, "_index_label_keys", lambda self: None)
+    writer = open_writer(strict_virtuoso.writer_url, "older")
+    load_file(writer, kb)
+    writer.close()
+    monkeypatch.undo()
+    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "older")
+    with pytest.raises(NoLabelIndex, match=r"kgqa load` of the same files with --kg older --store virtuoso://"):
+        store.search_labels(["Victor Flemming"])
+    writer = open_writer(strict_virtuoso.writer_url, "older")
+    assert load_file(writer, kb).facts_in_store == 1
+    writer.close()
+    found = store.search_labels(["Victor Flemming", "oz"], limit=5)
+    assert found == {"Victor Flemming": [(OLDER.entity("Victor Fleming"), "Victor Fleming")], "oz": [(OLDER.entity("Oz"), "Oz")]}
+
+
+def test_the_loader_adds_the_rule_before_the_first_batch_and_indexes_at_the_end(strict_virtuoso, monkeypatch, tmp_path):
+    ran: list[str] = []
+    real_run = Isql.run
+
+    def recording_run(self: Isql, *statements: str) -> str:
+        ran.extend(statements)
+        return real_run(self, *statements)
+
+    monkeypatch.setattr(Isql, "run", recording_run)
+    kb = tmp_path / "tiny.txt"
+    kb.write_text("Casablanca|directed_by|Michael Curtiz\n", encoding="utf-8")
+    writer = open_writer(strict_virtuoso.writer_url, "tinytext")
+    load_file(writer, kb)
+    writer.close()
+    rules = [i for i, text in enumerate(ran) if "RDF_OBJ_FT_RULE_ADD" in text and "urn:kgqa:kg:tinytext:meta" in text]
+    bulk_loads = [i for i, text in enumerate(ran) if text == "rdf_loader_run()"]
+    updates = [i for i, text in enumerate(ran) if "VT_INC_INDEX_DB_DBA_RDF_OBJ" in text]
+    assert len(rules) == 1 and bulk_loads and rules[0] < bulk_loads[0] and updates[-1] > bulk_loads[-1]
+    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "tinytext")
+    assert _search_pairs(store.search_labels(["Michael Curtis"])["Michael Curtis"]) == [KGNamespace("tinytext").entity("Michael Curtiz")]
+
+
+def test_other_endpoints_search_the_label_index_beside_the_store(strict_virtuoso, monkeypatch, tmp_path):
+    monkeypatch.setenv("KGQA_CACHE", str(tmp_path))
+    store = SparqlEndpointStore(strict_virtuoso.sparql_url, "names")
+    store.server = "Oxigraph/0.4"  # what `oxigraph serve` says it is
+    with pytest.raises(NoLabelIndex, match="kgqa index"):
+        store.search_labels(["Kismit"])
+
+
+def test_a_load_goes_on_when_virtuoso_refuses_the_index_rule(strict_virtuoso, monkeypatch, caplog, tmp_path):
+    """Virtuoso refuses the free-text rule (in life: a loading user who may not add one, a cluster):
+    the load completes with a warning, and the KG's search says it has no label index."""
+    from kgqa.sparql import virtuoso
+
+    real = virtuoso.sql_statements
+    monkeypatch.setattr(virtuoso, "sql_statements", lambda name, **iris: ["DB.DBA.KGQA_NO_SUCH_PROCEDURE ()"] if name == "virtuoso_text_index" else real(name, **iris))
+    kb = tmp_path / "refused.txt"
+    kb.write_text("Casablanca|directed_by|Michael Curtiz\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="kgqa.sparql.virtuoso"):
+        writer = open_writer(strict_virtuoso.writer_url, "refused")
+        report = load_file(writer, kb)
+        writer.close()
+    assert report.facts_in_store == 1 and "did not index KG 'refused'" in caplog.text
+    with pytest.raises(NoLabelIndex):
+        SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "refused").search_labels(["Michael Curtis"])
