@@ -5,13 +5,15 @@ Reads go through the SPARQL in this folder's *.rq files; the engine opens on-dis
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
-from itertools import islice
+from itertools import groupby
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from kgqa.core.errors import StoreError
+from kgqa.sparql import escape
 from kgqa.sparql.label_index import LabelIndex, embedded_index_path
 from kgqa.sparql.queries import graph_terms, render
 from kgqa.sparql.reader import Row, SparqlReader, pick_kg
@@ -49,20 +51,19 @@ class EmbeddedStore(SparqlReader):
         return [{n: t.value for n, t in zip(names, solution) if t is not None} for solution in solutions]
 
 
-RECOUNT_CHUNK = 500_000  # count quads written at a time
+def _runs(path: Path) -> Iterator[tuple[str, int]]:
+    """Each run of equal lines of a TSV result file (header skipped), with its length."""
+    with open(path, encoding="utf-8") as rows:
+        next(rows, None)
+        for line, same in groupby(rows):
+            yield line.rstrip("\n"), sum(1 for _ in same)
 
 
-def _runs(keys: Iterator[tuple[ox.Term, ox.NamedNode]], graph: ox.NamedNode) -> Iterator[ox.Quad]:
-    """(entity, relation, n) quads for each run of n equal (entity, relation) keys, in `graph`."""
-    last, n = None, 0
-    for key in keys:
-        if key != last:
-            if last is not None:
-                yield ox.Quad(last[0], last[1], ox.Literal(str(n), datatype=XSD_INTEGER), graph)  # type: ignore[arg-type]
-            last, n = key, 0
-        n += 1
-    if last is not None:
-        yield ox.Quad(last[0], last[1], ox.Literal(str(n), datatype=XSD_INTEGER), graph)  # type: ignore[arg-type]
+def _term(text: str) -> str:
+    """A term of a TSV result as N-Quads: the data graph holds IRIs (and skolemised blank nodes) only."""
+    if not text.startswith("<"):
+        raise StoreError(f"counting fan-outs: {text[:80]!r} is not an IRI; kgqa's data graph holds IRIs only")
+    return text
 
 
 def list_kgs(store: ox.Store) -> list[str]:
@@ -72,17 +73,19 @@ def list_kgs(store: ox.Store) -> list[str]:
 class EmbeddedWriter(RdfWriter):
     """Loads into a pyoxigraph store (on disk, or in memory with `path=None`)."""
 
-    def __init__(self, store: ox.Store, kg: str, label_index: LabelIndex):
+    def __init__(self, store: ox.Store, kg: str, label_index: LabelIndex, path: Path | None = None):
         super().__init__(kg, EmbeddedStore(store, kg, label_index), label_index)
         self._store = store
-        self._in_memory = label_index.location == ":memory:"
+        self._path = path
+        self._in_memory = path is None
 
     @classmethod
     def open(cls, path: str | Path | None, kg: str) -> "EmbeddedWriter":
         """On disk, the label index goes beside the store (`label_index.embedded_index_path`); in
         memory (`path=None`), in memory too."""
-        index = LabelIndex.create(embedded_index_path(Path(path), kg) if path is not None else None)
-        writer = cls(ox.Store(str(path)) if path is not None else ox.Store(), kg, index)
+        path = Path(path) if path is not None else None
+        index = LabelIndex.create(embedded_index_path(path, kg) if path is not None else None)
+        writer = cls(ox.Store(str(path)) if path is not None else ox.Store(), kg, index, path)
         writer.register()
         return writer
 
@@ -113,37 +116,43 @@ class EmbeddedWriter(RdfWriter):
         self._store.update(sparql_update)
 
     def _recount(self) -> None:
-        """The counts `RdfWriter._recount` writes, by streaming the data graph in index order instead
-        of grouping in a query (Oxigraph holds every group of a GROUP BY in memory: GBs at a few
-        million facts). (s, r) groups are runs in the graph's subject-predicate-object order; for
-        each relation, (o, r⁻¹) groups are runs in its predicate-object-subject order. Memory stays
-        at one chunk of count quads, whatever the KG's size. (An in-memory store keeps no such order:
-        it groups in a query, as other RDF stores do.)"""
+        """The counts `RdfWriter._recount` writes, without grouping in a query: Oxigraph holds every
+        group of a GROUP BY in memory (GBs at a few million facts). The facts are read in the order of
+        the store's own indexes, where each (s, r) group and, relation by relation, each (o, r⁻¹)
+        group is one run; the store writes the rows to a file itself (TSV, ~10x faster than Python
+        objects), runs are counted line by line, and the counts go back through the bulk loader as
+        N-Quads. Memory stays flat whatever the KG's size; the files take ~150 bytes a fact for a
+        moment. (An in-memory store keeps no such order: it groups in a query, as other stores do.)"""
         if self._in_memory:
             super()._recount()
             return
         self._update(render("clear_counts", **graph_terms(self.ns)))
-        data = ox.NamedNode(self.ns.data_graph)
-        fanout, fanin = ox.NamedNode(self.ns.fanout_graph), ox.NamedNode(self.ns.fanin_graph)
-        self._add_chunked(_runs(((q.subject, q.predicate) for q in self._store.quads_for_pattern(None, None, None, data)), fanout))
-        facts: list[ox.Quad] = []
-        relations = {q.subject for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, self._meta) if isinstance(q.subject, ox.NamedNode)}
-        for relation in sorted(relations, key=lambda t: t.value):
-            total = 0
+        integer = f"^^<{XSD_INTEGER.value}>"
+        fanout, fanin = escape.iri(self.ns.fanout_graph), escape.iri(self.ns.fanin_graph)
+        with tempfile.TemporaryDirectory(prefix="kgqa-counts-", dir=self._scratch) as tmp:
+            rows, counts = Path(tmp) / "rows.tsv", Path(tmp) / "counts.nq"
+            with open(counts, "w", encoding="utf-8") as out:
+                self._rows(rows, render("stream_groups_out", **graph_terms(self.ns)))
+                for line, n in _runs(rows):
+                    s, r = line.split("\t")
+                    out.write(f'{_term(s)} {_term(r)} "{n}"{integer} {fanout} .\n')
+                relations = sorted(q.subject.value for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, self._meta) if isinstance(q.subject, ox.NamedNode))
+                for relation in relations:
+                    self._rows(rows, render("stream_groups_in", **graph_terms(self.ns), relation=escape.iri(relation)))
+                    total = 0
+                    for o, n in _runs(rows):
+                        out.write(f'{_term(o)} {escape.iri(relation)} "{n}"{integer} {fanin} .\n')
+                        total += n
+                    out.write(f'{escape.iri(relation)} <{_FACT_COUNT.value}> "{total}"{integer} {escape.iri(self.ns.meta_graph)} .\n')
+            self._store.bulk_load(path=str(counts), format=ox.RdfFormat.N_QUADS)
 
-            def objects(relation: ox.NamedNode = relation):  # type: ignore[no-untyped-def]
-                nonlocal total
-                for q in self._store.quads_for_pattern(None, relation, None, data):
-                    total += 1
-                    yield q.object, relation
+    @property
+    def _scratch(self) -> str | None:
+        """Where the recount's files go: beside the store (its disk has room for the store's size)."""
+        return str(self._path.parent) if self._path is not None else None
 
-            self._add_chunked(_runs(objects(), fanin))
-            facts.append(ox.Quad(relation, _FACT_COUNT, ox.Literal(str(total), datatype=XSD_INTEGER), self._meta))
-        self._add(facts, bulk=True)
-
-    def _add_chunked(self, quads: Iterator[ox.Quad]) -> None:
-        while chunk := list(islice(quads, RECOUNT_CHUNK)):
-            self._add(chunk, bulk=True)
+    def _rows(self, path: Path, query: str) -> None:
+        self._store.query(query).serialize(str(path), ox.QueryResultsFormat.TSV)
 
     def _flush(self) -> None:
         self._store.flush()
