@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from itertools import groupby
+from itertools import groupby, islice
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -49,6 +49,34 @@ class EmbeddedStore(SparqlReader):
         solutions = self._store.query(query)
         names = [v.value for v in solutions.variables]
         return [{n: t.value for n, t in zip(names, solution) if t is not None} for solution in solutions]
+
+
+DELETE_STEP = 100_000  # quads per DELETE DATA when the count graphs are cleared
+LOAD_STEP = 200_000  # count quads per bulk load: Oxigraph's bulk loader holds a step in memory (~1 KB a quad)
+
+
+class _ChunkedLoad:
+    """N-Quads lines handed to the store's bulk loader `LOAD_STEP` at a time."""
+
+    def __init__(self, store: ox.Store):
+        self._store, self._lines = store, []  # type: ignore[var-annotated]
+
+    def __enter__(self) -> "_ChunkedLoad":
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is None:
+            self._load()
+
+    def add(self, line: str) -> None:
+        self._lines.append(line)
+        if len(self._lines) >= LOAD_STEP:
+            self._load()
+
+    def _load(self) -> None:
+        if self._lines:
+            self._store.bulk_load(input="\n".join(self._lines) + "\n", format=ox.RdfFormat.N_QUADS)
+            self._lines = []
 
 
 def _runs(path: Path) -> Iterator[tuple[str, int]]:
@@ -121,30 +149,44 @@ class EmbeddedWriter(RdfWriter):
         the store's own indexes, where each (s, r) group and, relation by relation, each (o, r⁻¹)
         group is one run; the store writes the rows to a file itself (TSV, ~10x faster than Python
         objects), runs are counted line by line, and the counts go back through the bulk loader as
-        N-Quads. Memory stays flat whatever the KG's size; the files take ~150 bytes a fact for a
-        moment. (An in-memory store keeps no such order: it groups in a query, as other stores do.)"""
+        N-Quads, a step at a time. Memory stays flat whatever the KG's size; the file takes ~70 bytes
+        a fact for a moment. (An in-memory store keeps no such order: it groups in a query, as other stores do.)"""
         if self._in_memory:
             super()._recount()
             return
-        self._update(render("clear_counts", **graph_terms(self.ns)))
         integer = f"^^<{XSD_INTEGER.value}>"
         fanout, fanin = escape.iri(self.ns.fanout_graph), escape.iri(self.ns.fanin_graph)
         with tempfile.TemporaryDirectory(prefix="kgqa-counts-", dir=self._scratch) as tmp:
-            rows, counts = Path(tmp) / "rows.tsv", Path(tmp) / "counts.nq"
-            with open(counts, "w", encoding="utf-8") as out:
+            rows = Path(tmp) / "rows.tsv"
+            self._clear_counts(rows)
+            with _ChunkedLoad(self._store) as out:
                 self._rows(rows, render("stream_groups_out", **graph_terms(self.ns)))
                 for line, n in _runs(rows):
                     s, r = line.split("\t")
-                    out.write(f'{_term(s)} {_term(r)} "{n}"{integer} {fanout} .\n')
+                    out.add(f'{_term(s)} {_term(r)} "{n}"{integer} {fanout} .')
                 relations = sorted(q.subject.value for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, self._meta) if isinstance(q.subject, ox.NamedNode))
                 for relation in relations:
                     self._rows(rows, render("stream_groups_in", **graph_terms(self.ns), relation=escape.iri(relation)))
                     total = 0
                     for o, n in _runs(rows):
-                        out.write(f'{_term(o)} {escape.iri(relation)} "{n}"{integer} {fanin} .\n')
+                        out.add(f'{_term(o)} {escape.iri(relation)} "{n}"{integer} {fanin} .')
                         total += n
-                    out.write(f'{escape.iri(relation)} <{_FACT_COUNT.value}> "{total}"{integer} {escape.iri(self.ns.meta_graph)} .\n')
-            self._store.bulk_load(path=str(counts), format=ox.RdfFormat.N_QUADS)
+                    out.add(f'{escape.iri(relation)} <{_FACT_COUNT.value}> "{total}"{integer} {escape.iri(self.ns.meta_graph)} .')
+
+    def _clear_counts(self, scratch: Path) -> None:
+        """Delete the count graphs in steps of `DELETE_STEP` quads: one CLEAR GRAPH is one transaction,
+        which Oxigraph holds in memory (3.5 GB and 100 s for the counts of 2M facts)."""
+        self._update(render("clear_fact_counts", **graph_terms(self.ns)))
+        for graph in (self.ns.fanout_graph, self.ns.fanin_graph):
+            if next(iter(self._store.quads_for_pattern(None, None, None, ox.NamedNode(graph))), None) is None:
+                continue
+            self._rows(scratch, render("stream_graph", graph=escape.iri(graph)))
+            with open(scratch, encoding="utf-8") as lines:
+                next(lines, None)
+                while step := list(islice(lines, DELETE_STEP)):
+                    body = " .\n".join(line.rstrip("\n").replace("\t", " ") for line in step)
+                    self._update(f"DELETE DATA {{ GRAPH {escape.iri(graph)} {{\n{body} .\n}} }}")
+                    self._store.flush()  # the deletions' memtables to disk: without it they grow to GBs
 
     @property
     def _scratch(self) -> str | None:
