@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from kgqa.core.errors import NoLabelIndex, StoreError
-from kgqa.core.labels import normalise_label
+from kgqa.core.labels import normalise_label, within_one_edit  # noqa: F401  (within_one_edit: re-exported for the stores)
 
 log = logging.getLogger(__name__)
 
@@ -43,22 +43,6 @@ KNOWN_WORDS = 500_000  # words a writer remembers having indexed (forgetting onl
 
 def one_edit_deletions(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
-
-
-def within_one_edit(a: str, b: str) -> bool:
-    """Damerau–Levenshtein distance ≤ 1 (one letter deleted, inserted, replaced, or two adjacent swapped)."""
-    if a == b:
-        return True
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    i = 0
-    while i < len(short) and short[i] == long[i]:
-        i += 1
-    return short[i:] == long[i + 1 :]
 
 
 def length_range(length: int, threshold: float) -> tuple[int, int]:

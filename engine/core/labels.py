@@ -25,6 +25,22 @@ def normalise_label(text: str) -> str:
     return " ".join(_NON_WORD.sub(" ", no_marks.casefold()).replace("_", " ").split())
 
 
+def within_one_edit(a: str, b: str) -> bool:
+    """Damerau–Levenshtein distance ≤ 1 (one letter deleted, inserted, replaced, or two adjacent swapped)."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]
+
+
 def joined_key(text: str) -> str:
     """The normalised key with its spaces taken out: what a CamelCase label normalises to."""
     return normalise_label(text).replace(" ", "")

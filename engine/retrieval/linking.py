@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kgqa.core.errors import NoLabelIndex
-from kgqa.core.labels import normalise_label
+from kgqa.core.labels import normalise_label, within_one_edit
 from kgqa.core.store import GraphStore, SearchesLabels
 from kgqa.core.types import Entity, LinkedEntity
 
@@ -164,7 +164,8 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
     scored: list[tuple[float, int, int, LinkedEntity]] = []
     for i, j, text in short:
         threshold = FUZZY_THRESHOLD if j - i > 1 else FUZZY_THRESHOLD_ONE_WORD
-        hits = [LinkedEntity(text, Entity(iri, label), "fuzzy", score) for iri, label, score in fuzzy_matches(text, found.get(text, []), threshold)]
+        matches = fuzzy_matches(text, found.get(text, []), threshold) or _sole_near_name(i, j, text, found.get(text, []))
+        hits = [LinkedEntity(text, Entity(iri, label), "fuzzy", score) for iri, label, score in matches]
         if hits:
             candidates[text] = hits
             scored.append((hits[0].score, i, j, hits[0]))
@@ -180,6 +181,21 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
                 scored.append((score, i, j, hit))
         scored = sorted(scored, key=lambda s: -s[0])[:1]
     return _non_overlapping([(i, j, hit) for _, i, j, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1]))])
+
+
+def _sole_near_name(i: int, j: int, text: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str, float]]:
+    """A one-word name written like a name (capitalised, ≥ 5 letters) one edit from exactly one label
+    of the KG that is written like a name too ("Vazela" → Varela: ratio 0.83, under the one-word
+    threshold that keeps "William" from the tag "gilliam"). The span matched nothing as written, so
+    the one such label one edit away is the name meant; where several are, none is chosen."""
+    key = normalise_label(text)
+    if j - i != 1 or not _capitalised(text) or len(key) < 5:
+        return []
+    near = {normalise_label(label) for _, label in pairs if _capitalised(label) and within_one_edit(key, normalise_label(label))}
+    if len(near) != 1:
+        return []
+    return [(iri, label, difflib.SequenceMatcher(None, key, normalise_label(label), autojunk=False).ratio())
+            for iri, label in sorted(pairs) if normalise_label(label) in near][:1]
 
 
 def fuzzy_matches(text: str, pairs: list[tuple[str, str]], threshold: float, k: int = 5) -> list[tuple[str, str, float]]:
