@@ -9,7 +9,8 @@ as loaded, so a resumed load rewrites at most one batch, and rewriting is idempo
 - `labels(id, iri, label)`: every (entity, label) pair once. The id is the normalised label's length
   in its top bits and a hash of the pair below, so that the word index, whose lists are kept in id
   order, hands out the labels of a length range shortest first without ranking every match.
-- `words`: an FTS5 index of the normalised labels (no content kept: `labels` has it).
+- `words`: an FTS5 index of the normalised labels (no content kept: `labels` has it; no column
+  sizes either, which only ranking needs: with them, inserts slowed as the index grew).
 - `near(d, word)`: every word of the KG under itself and under each of its one-letter deletions
   (SymSpell), so that the words one edit away (a letter deleted, added, replaced, or two swapped)
   are found by a few indexed look-ups at any size of vocabulary.
@@ -80,12 +81,14 @@ class LabelIndex:
         db = sqlite3.connect(location, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA cache_size=-131072")  # 128 MB of pages: random ids insert into B-trees much larger than SQLite's default 2 MB
+        db.execute("PRAGMA temp_store=MEMORY")
         db.executescript(
             f"""
             CREATE TABLE IF NOT EXISTS info(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             INSERT OR IGNORE INTO info VALUES ('version', '{SCHEMA_VERSION}');
             CREATE TABLE IF NOT EXISTS labels(id INTEGER PRIMARY KEY, iri TEXT NOT NULL, label TEXT NOT NULL);
-            CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(key, content='', detail=none, tokenize='unicode61 remove_diacritics 2');
+            CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(key, content='', detail=none, columnsize=0, tokenize='unicode61 remove_diacritics 2');
             CREATE TABLE IF NOT EXISTS near(d TEXT NOT NULL, word TEXT NOT NULL, PRIMARY KEY (d, word)) WITHOUT ROWID;
             """
         )
