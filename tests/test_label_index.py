@@ -95,6 +95,19 @@ def test_loading_writes_the_index_beside_the_store_and_linking_reads_nothing_els
     assert all(t.match != "fuzzy" for t in link(store, "who was born in vazela").topics)  # not written as a name
 
 
+def test_a_question_whose_names_match_as_written_never_searches_the_index(tmp_path, monkeypatch):
+    store = open_store(store_from_lines(tmp_path, "people", LINES), "people")
+    searched: list[list[str]] = []
+    real = type(store).search_labels
+    monkeypatch.setattr(type(store), "search_labels", lambda self, texts, **kw: searched.append(list(texts)) or real(self, texts, **kw))
+    assert [t.entity.label for t in link(store, "Where was John Smith born, and did Mary Jones know him?").topics] == ["John Smith", "Mary Jones"]
+    assert searched == []
+    # a capitalised word outside every match is looked for ("Jonh"), and so is a question with no match
+    assert [t.entity.label for t in link(store, "Did Mary Jones marry Jonh Smith?").topics] == ["Mary Jones", "John Smith"]
+    assert [t.entity.label for t in link(store, "where was jonh smith born").topics] == ["John Smith"]
+    assert len(searched) == 2
+
+
 def test_kgqa_index_rebuilds_an_index_that_is_missing_and_linking_warns_once_without_it(tmp_path, caplog):
     from kgqa.faces.cli import app
 

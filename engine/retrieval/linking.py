@@ -93,16 +93,18 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     ranked = sorted(matched, key=lambda s: (-(s[1] - s[0]), found[s[2]][0].match != "exact", s[0]))
     chosen = _non_overlapping([(i, j, found[text][0]) for i, j, text in ranked])
     candidates = {text: found[text] for _, _, text in matched}
-    # Misspellings: the fallbacks look at the spans that matched nothing as written. Where a name
-    # did match, a fuzzy match counts only if it extends that name's span ("Carve Heer Name with
-    # Pride" → the film "Carve Her Name with Pride", not "Pride"); where nothing matched at all,
-    # any fuzzy match counts, and failing those the best embedding match.
-    if fallback and isinstance(store, SearchesLabels):
+    # Misspellings: the fallbacks look at the spans that matched nothing as written, and only where
+    # a name is left to find (`_names_left`). Where a name did match, a fuzzy match counts only if
+    # it extends that name's span ("Carve Heer Name with Pride" → the film "Carve Her Name with
+    # Pride", not "Pride") or is written as a name of its own ("Did Mary Jones marry Jonh Smith");
+    # where nothing matched at all, any fuzzy match counts, and failing those the best embedding match.
+    if fallback and isinstance(store, SearchesLabels) and _names_left(question, chosen, stopwords):
         written = {text for _, _, text in matched}
         rescued = _fallback(store, [s for s in spans if s[2] not in written], encoder, candidates, embedding=not chosen)
         names = [(i, j) for i, j, hit in chosen if _name_like(hit.query)]
         rescued = [(a, b, hit) for a, b, hit in rescued
-                   if all(_extends(a, b, hit, i, j, old) for i, j, old in chosen if a < j and i < b) and (not names or any(a < j and i < b for i, j in names))]
+                   if all(_extends(a, b, hit, i, j, old) for i, j, old in chosen if a < j and i < b)
+                   and (not names or any(a < j and i < b for i, j in names) or _written_as_name(hit.query, stopwords))]
         kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b for a, b, _ in rescued)]
         chosen = kept + rescued
     topics = [hit for _, _, hit in chosen]
@@ -116,6 +118,25 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
         topics = [hit for hit in topics if not _prose(hit.query, stopwords)]
     topics.sort(key=lambda hit: question.find(hit.query))
     return Linking(topics, candidates)
+
+
+def _written_as_name(span: str, stopwords: frozenset[str]) -> bool:
+    """Every word capitalised (or a number) but function words, the first one capitalised: "Jonh
+    Smith", "Return of the Jedy" — a second name beside one that matched, not prose ("the movie Parade")."""
+    words = _words(span)
+    return bool(words) and _capitalised(words[0]) and all(_capitalised(w) or w.lower() in stopwords for w in words)
+
+
+def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stopwords: frozenset[str]) -> bool:
+    """Whether the fallbacks have anything to look for: no name-like span matched as written, or a
+    word written like a name (capitalised or with a digit, not a function word) lies outside every
+    match. A question whose names all matched as written never reaches the label search."""
+    if not any(_name_like(hit.query) for _, _, hit in chosen):
+        return True
+    covered = {k for i, j, _ in chosen for k in range(i, j)}
+    words = [m.group() for m in _TOKEN.finditer(question)]
+    return any(k not in covered and _capitalised(word) and word.lower() not in stopwords and any(ch.isalnum() for ch in word)
+               for k, word in enumerate(words))
 
 
 def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntity) -> bool:
