@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -10,8 +11,9 @@ from conftest import DEMO_KG
 from launchers import free_port
 
 
-def kgqa(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+def kgqa(*args: str, cwd=None, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env={**os.environ, **(env or {})})
 
 
 def test_load_subgraph_stats_and_clear_errors(tmp_path):
@@ -67,3 +69,17 @@ def test_progress_off_a_terminal_is_a_line_at_the_start_at_most_one_per_interval
     assert lines == ["questions: 1/100 (1%), 1 s, ~99 s left", "questions: 40/100 (40%), 40 s, ~60 s left", "questions: 100/100 (100%), 80 s"]
     bar.update(task, description="epoch 2", completed=0, total=5)
     assert lines[-1] == "epoch 2: 0/5 (0%), 81 s"
+
+
+def test_ask_prints_no_dependency_warnings_or_model_loading_bars(tmp_path):
+    """`kgqa ask` loads the method's checkpoint (torch, PyG) and the sentence encoder (transformers) on
+    every run: none of that reaches stderr (PyG's torch.jit.script FutureWarning, transformers'
+    "Loading weights" bar). A fresh embedding cache makes the encoder load for real."""
+    url = f"oxigraph://{tmp_path / 'store'}"
+    assert kgqa("load", str(DEMO_KG), "--kg", "demo", "--store", url).returncode == 0
+    for method in ("kgfr", "rapl"):
+        asked = kgqa("ask", "who directed Kismet", "--store", url, "--method", method, env={"KGQA_CACHE": str(tmp_path / f"cache-{method}")})
+        assert asked.returncode == 0 and "William Dieterle" in asked.stdout, (method, asked.stderr)
+        noise = [line for line in asked.stderr.splitlines() if "Warning" in line or "Loading weights" in line or "it/s]" in line]
+        assert not noise, (method, asked.stderr)
+        assert not asked.stderr.strip(), (method, asked.stderr)

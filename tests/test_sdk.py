@@ -193,3 +193,73 @@ def test_close_refuses_later_use_and_leaves_a_given_store_open(store, tmp_path):
     assert store.resolve(["Kismet"])["Kismet"]  # the caller's store is still open
     with pytest.raises(KGQAError):
         Engine(f"oxigraph://{tmp_path / 'nothing-here'}")
+
+
+def test_warm_up_loads_the_method_and_the_encoder_without_answering(store):
+    """What a first question would load (the checkpoint, the sentence encoder, the store's label look-up
+    and text index) is loaded by `warm_up`, which answers nothing: the first question then only answers."""
+    from kgqa.retrieval import text
+
+    engine = Engine(store)
+    seconds = engine.warm_up()
+    assert set(seconds) == {"store", "method", "encoder"}  # no LLM: no "llm" step
+    assert len(engine._runners) == 1 and "cpu" in text._MODELS  # the runner built; the encoder's weights shared by every TextEncoder
+    runner = engine.runner()
+    assert engine.warm_up()["method"] < seconds["method"] and engine.runner() is runner  # a second warm-up finds it all loaded
+    assert engine.ask("who directed Kismet").answers[0].label == "William Dieterle"
+    engine.close()
+
+
+def test_a_warm_up_that_cannot_load_names_the_step_and_why(store, tmp_path):
+    from kgqa.faces.sdk import WarmUpFailed
+
+    engine = Engine(store, checkpoint=tmp_path / "no-checkpoint")
+    with pytest.raises(WarmUpFailed, match=r"^method: ValueError: .*no-checkpoint: no KGFR checkpoint here") as failed:
+        engine.warm_up()
+    assert failed.value.step == "method" and isinstance(failed.value, KGQAError)
+
+
+def test_a_local_llm_loads_its_weights_on_first_use_or_warm_up_not_when_opened(store, tmp_path):
+    """`kgqa serve --llm gemma3-270m` listens before the weights load: opening the LLM checks the model
+    is there and loads nothing; a model that cannot be loaded is an LLMError when it is first used."""
+    from kgqa.llm.local import TransformersLLM
+    from kgqa.llm.protocol import LLMError
+
+    with pytest.raises(LLMError, match="does not exist"):
+        TransformersLLM(tmp_path / "missing")
+    started = time.perf_counter()
+    llm = TransformersLLM(tmp_path)  # a folder, but no model in it
+    assert time.perf_counter() - started < 1.0 and llm._lm is None
+    for _ in range(2):  # the failure is kept, not retried on every call
+        with pytest.raises(LLMError, match="could not be loaded"):
+            llm.warm_up()
+    with pytest.raises(LLMError, match="could not be loaded"):
+        llm.complete("who directed Kismet?")
+
+
+def test_close_during_a_warm_up_returns_at_once_and_the_warm_up_releases_the_engine(store):
+    """`kgqa serve` stopped while it warms up: the warm-up may hold the method context's lock for
+    minutes (an LLM writing relation descriptions), so close() leaves releasing to the warm-up's end."""
+    engine = Engine(store)
+    building, gate, closed = threading.Event(), threading.Event(), []
+    engine.runner = lambda method=None: (building.set(), gate.wait(30))  # type: ignore[method-assign]
+    engine.context.close = lambda: closed.append(True)  # type: ignore[method-assign]
+    outcome: list = []
+    warming = threading.Thread(target=lambda: outcome.append(_raised(engine.warm_up)))
+    warming.start()
+    assert building.wait(30)
+    started = time.perf_counter()
+    engine.close()
+    assert time.perf_counter() - started < 1.0 and closed == []  # not released under the warm-up's feet
+    gate.set()
+    warming.join(30)
+    assert closed == [True] and isinstance(outcome[0], KGQAError) and "closed" in str(outcome[0])  # released once, loading stopped
+    with pytest.raises(KGQAError, match="closed"):
+        engine.warm_up()
+
+
+def _raised(call):  # type: ignore[no-untyped-def]
+    try:
+        return call()
+    except Exception as error:
+        return error

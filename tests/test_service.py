@@ -1,21 +1,26 @@
 """The HTTP service (`kgqa serve` as a subprocess) over real Virtuoso and real Neo4j: the Answer JSON,
 health, methods, metrics, OpenAPI; hostile requests get 4xx with a reason and change nothing in the
 store; many clients wait in the queue rather than get 503; a full queue (503 + Retry-After), the request
-timeout (504) and API keys."""
+timeout (504) and API keys. Cold start: the service listens at once and says "warming" until its
+warm-up has loaded the models; questions wait for it; a failed warm-up is a 503 with its reason."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import signal
+import threading
+import time
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from conftest import DEMO_KG
 from launchers import KgqaService
 
-from kgqa import open_store, open_writer
+from kgqa import Engine, open_store, open_writer
 from kgqa.loaders import load_file
-from kgqa.faces.service import AnswerSchema
+from kgqa.faces.service import AnswerSchema, ServiceLimits, create_app
+from kgqa.sparql.embedded import EmbeddedWriter
 
 pytestmark = pytest.mark.slow
 KG = "svc"
@@ -43,6 +48,16 @@ def service(request, virtuoso_server, neo4j_server, tmp_path_factory):
         reader = neo4j_server.url
     with KgqaService(reader, kg=KG, log_dir=tmp_path_factory.mktemp("svc")) as svc:
         yield svc, reader
+
+
+def until_warm(url: str, timeout_s: float = 120, headers: dict[str, str] | None = None) -> dict:
+    """/v1/health once it is no longer "warming"."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        health = httpx.get(url + "/v1/health", headers=headers, timeout=60).json()
+        if health["status"] != "warming" or time.monotonic() > deadline:
+            return health
+        time.sleep(0.2)
 
 
 def counts(reader: str) -> tuple[int, int]:
@@ -73,8 +88,9 @@ def test_ask_returns_the_answer_json_with_evidence(service):
 
 def test_health_methods_metrics_docs(service):
     svc, _ = service
-    health = httpx.get(svc.url + "/v1/health", timeout=60).json()
+    health = until_warm(svc.url)
     assert health["ok"] and health["store"] == "reachable" and health["checkpoint"] == "ready" and health["kg"] == KG
+    assert health["status"] == "ok" and set(health["warm_up_s"]) == {"store", "method", "encoder"}
     methods = httpx.get(svc.url + "/v1/methods").json()
     assert methods["default"] == "kgfr" and {m["name"]: m["available"] for m in methods["methods"]}["lmp"] is False
     httpx.post(svc.url + "/v1/ask", json={"question": "who directed Kismet"}, timeout=60)
@@ -147,19 +163,24 @@ def test_concurrency_limit_timeout_and_api_keys(virtuoso_server, llama_server, t
     with KgqaService(reader, "--llm", llm, "--max-concurrent", "1", "--max-queue", "1", "--api-keys", "k1,k2", kg=KG, log_dir=tmp_path) as svc:
         assert httpx.post(svc.url + "/v1/ask", json=slow).status_code == 401
         assert httpx.get(svc.url + "/v1/health").status_code == 401
+        assert until_warm(svc.url, headers={"X-API-Key": "k2"})["status"] == "ok"
         assert httpx.get(svc.url + "/v1/health", headers={"X-API-Key": "k2"}, timeout=60).status_code == 200
         headers = {"X-API-Key": "k1"}
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             replies = list(pool.map(lambda _: httpx.post(svc.url + "/v1/ask", json=slow, headers=headers, timeout=120), range(4)))
         statuses = sorted(r.status_code for r in replies)
         assert statuses.count(200) >= 1 and 503 in statuses, statuses  # one answered (a second may, after its wait); the rest: queue full
-        busy = next(r for r in replies if r.status_code == 503)
-        assert busy.headers["Retry-After"] == "1" and "busy and 1 questions are waiting" in busy.json()["error"]["reason"]
+        # the two that found the queue full (the one that waited may also get 503, past --queue-timeout)
+        busy = [r for r in replies if r.status_code == 503 and "busy and 1 questions are waiting" in r.json()["error"]["reason"]]
+        assert busy and all(r.headers["Retry-After"] == "1" for r in busy), [r.text for r in replies]
         ok = next(r for r in replies if r.status_code == 200).json()
         assert ok["method"] == "lmp" and 1 <= ok["trace"]["llm"]["calls"] <= 25
         metrics = httpx.get(svc.url + "/metrics").text
         assert 'status="503"' in metrics and "kgqa_llm_calls_total 0" not in metrics
     with KgqaService(reader, "--llm", llm, "--request-timeout", "0.3", kg=KG, log_dir=tmp_path) as svc:
+        warming = httpx.post(svc.url + "/v1/ask", json=slow, timeout=60)  # still warming at its deadline
+        assert warming.status_code == 503 and warming.headers["Retry-After"] == "5" and "still warming up" in warming.json()["error"]["reason"]
+        assert until_warm(svc.url)["status"] == "ok"
         r = httpx.post(svc.url + "/v1/ask", json=slow, timeout=60)
         assert r.status_code == 504 and "0.3 s request timeout" in r.json()["error"]["reason"]
 
@@ -179,3 +200,92 @@ def test_stopped_by_sigterm_the_service_closes_and_runs_its_exit_handlers(tmp_pa
         assert list(temp.glob("*_propagate_*.py")), "the model wrote no generated file: nothing to check"
     assert process is not None and process.returncode == 128 + signal.SIGTERM  # stopped by PID with SIGTERM
     assert not list(temp.glob("*_propagate_*.py"))
+
+
+def test_kgqa_serve_listens_at_once_says_warming_then_ok_and_the_first_question_waits_for_the_warm_up(tmp_path):
+    location = tmp_path / "store"
+    writer = open_writer(f"oxigraph://{location}", KG)
+    load_file(writer, DEMO_KG)
+    writer.close()
+    with KgqaService(f"oxigraph://{location}", kg=KG, env={"KGQA_CACHE": str(tmp_path / "cache")}, log_dir=tmp_path) as svc:
+        first = httpx.get(svc.url + "/v1/health", timeout=10)  # the port answers while the models load
+        assert first.status_code == 503 and first.json()["status"] == "warming", first.text
+        assert first.headers["Retry-After"] == "5" and first.json()["kg"] == KG
+        asked = httpx.post(svc.url + "/v1/ask", json={"question": "who directed Kismet"}, timeout=120)  # waits, then answers
+        assert asked.status_code == 200 and asked.json()["answers"][0]["label"] == "William Dieterle"
+        health = until_warm(svc.url)
+        assert health["status"] == "ok" and health["ok"] and health["warm_up_s"]["method"] > 0
+        assert httpx.get(svc.url + "/v1/health").status_code == 200
+        log = svc.log_path.read_text()
+    assert "Warning" not in log and "Loading weights" not in log, log
+
+
+@pytest.fixture(scope="module")
+def demo_store():
+    writer = EmbeddedWriter.open(None, KG)
+    load_file(writer, DEMO_KG)
+    return writer.reader()
+
+
+def gated(engine: Engine) -> threading.Event:
+    """Hold the engine's warm-up until the returned event is set."""
+    gate, warm_up = threading.Event(), engine.warm_up
+    engine.warm_up = lambda: (gate.wait(60), warm_up())[1]  # type: ignore[method-assign]
+    return gate
+
+
+def test_while_warming_health_is_503_and_a_question_waits_then_is_answered(demo_store):
+    engine = Engine(demo_store)
+    gate = gated(engine)
+    with TestClient(create_app(engine)) as client, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        health = client.get("/v1/health")
+        assert health.status_code == 503 and health.headers["Retry-After"] == "5"
+        assert health.json()["status"] == "warming" and not health.json()["ok"] and "loading models" in health.json()["reason"]
+        assert client.get("/v1/methods").status_code == 200  # what needs no model answers meanwhile
+        assert client.post("/v1/ask", json={"question": "who directed Kismet", "method": "lmp"}).status_code == 422  # checked first
+        asked = pool.submit(client.post, "/v1/ask", json={"question": "who directed Kismet"})
+        time.sleep(0.5)
+        assert not asked.done()  # waiting for the warm-up, not failed
+        gate.set()
+        assert asked.result(timeout=120).status_code == 200 and asked.result().json()["answers"][0]["label"] == "William Dieterle"
+        health = client.get("/v1/health")
+        assert health.status_code == 200 and health.json()["status"] == "ok" and health.json()["ok"]
+    engine.close()
+
+
+def test_a_question_still_waiting_at_its_timeout_gets_503_with_retry_after(demo_store):
+    engine = Engine(demo_store)
+    gate = gated(engine)
+    with TestClient(create_app(engine, ServiceLimits(request_timeout_s=0.3))) as client:
+        r = client.post("/v1/ask", json={"question": "who directed Kismet"})
+        assert r.status_code == 503 and r.headers["Retry-After"] == "5"
+        assert "still warming up" in r.json()["error"]["reason"] and r.json()["error"]["status"] == 503
+        gate.set()
+    engine.close()
+
+
+def test_a_failed_warm_up_is_503_with_its_reason_for_health_and_questions_and_is_tried_again_later(demo_store, tmp_path):
+    engine = Engine(demo_store, checkpoint=tmp_path / "no-checkpoint")
+    with TestClient(create_app(engine, ServiceLimits(warm_up_retry_s=3600))) as client:
+        health = until_warm_client(client)
+        assert health.status_code == 503 and health.json()["status"] == "failed" and not health.json()["ok"]
+        reason = health.json()["reason"]
+        assert reason.startswith("warm-up failed: method: ValueError:") and "no-checkpoint: no KGFR checkpoint here" in reason
+        assert "Traceback" not in health.text and int(health.headers["Retry-After"]) > 3000
+        r = client.post("/v1/ask", json={"question": "who directed Kismet"})
+        assert r.status_code == 503 and "Traceback" not in r.text and int(r.headers["Retry-After"]) > 3000
+        assert r.json()["error"]["reason"] == "the service could not warm up: " + reason.removeprefix("warm-up failed: ")
+        assert health.json()["attempt"] == client.get("/v1/health").json()["attempt"] == 1  # not again before warm_up_retry_s
+    with TestClient(create_app(engine, ServiceLimits(warm_up_retry_s=0))) as client:
+        until_warm_client(client)
+        assert until_warm_client(client).json()["attempt"] >= 2  # a request after warm_up_retry_s starts it again
+    engine.close()
+
+
+def until_warm_client(client: TestClient):  # type: ignore[no-untyped-def]
+    for _ in range(600):
+        health = client.get("/v1/health")
+        if health.json()["status"] != "warming":
+            return health
+        time.sleep(0.1)
+    return health

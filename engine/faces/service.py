@@ -1,10 +1,16 @@
 """The HTTP QA service (`kgqa serve`): FastAPI over one shared `Engine`, read-only by construction.
 
     POST /v1/ask      {"question", "topics"?, "method"?, "options"?} → the Answer JSON (engine/answer.py)
-    GET  /v1/health   store reachable, checkpoint and LLM ready
+    GET  /v1/health   {"status": "warming" | "ok" | "unavailable" | "failed", ...}: 200 only when "ok"
     GET  /v1/methods  the methods, whether each can run here, their options and defaults
     GET  /metrics     Prometheus text: requests, latency histogram, LLM calls and tokens, store round trips
     GET  /docs        OpenAPI;   GET /  the playground page
+
+The service listens at once and warms up in a background thread (`Engine.warm_up`: the method's
+checkpoint, the sentence encoder, a local LLM, the store's label index). Until it is warm, /v1/health
+answers 503 `"warming"`, and a question waits for the warm-up (within its request timeout; past it,
+503 with Retry-After). A warm-up that fails is 503 `"failed"` with its reason, for health and
+questions alike; the next request at least `warm_up_retry_s` later starts it again.
 
 Limits (environment or `kgqa serve` options): body size, question length, per-request timeout,
 concurrent questions (503 with Retry-After when full), optional API keys (`X-API-Key`). Every error
@@ -18,7 +24,9 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +39,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from kgqa.core.control import RequestControl, RequestStopped, request_scope
 from kgqa.core.errors import EntityNotFound, KGQAError
 from kgqa.faces.schemas import AnswerSchema, AskRequest, ErrorSchema
-from kgqa.faces.sdk import Engine
+from kgqa.faces.sdk import Engine, WarmUp
 from kgqa.llm.protocol import LLMError
 from kgqa.methods import REGISTRY
 
@@ -60,6 +68,7 @@ class ServiceLimits:
     max_queue: int = 256  # questions waiting for a slot; past that, 503 + Retry-After
     queue_timeout_s: float = 30.0  # longest wait for a slot before 503 (never past the request timeout)
     api_keys: frozenset[str] = field(default_factory=frozenset)
+    warm_up_retry_s: float = 30.0  # after a failed warm-up, the next request this much later tries again
 
 
 class Metrics:
@@ -192,25 +201,39 @@ class _Slots:
         self._free.release()
 
 
+WARMING_RETRY_AFTER_S = 5
+
+
 def _error(status: int, reason: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": {"status": status, "reason": reason}}, status_code=status, headers=headers)
 
 
-def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
+def create_app(engine: Engine, limits: ServiceLimits | None = None, warm_up: bool = True) -> FastAPI:
+    """The service over `engine`. It warms the engine up in the background from its start
+    (`warm_up=False`: it is "ok" at once, and the first question loads what it needs)."""
     limits = limits or ServiceLimits()
     metrics = Metrics()
+    warm = WarmUp(engine, warm_up, limits.warm_up_retry_s)
     slots = _Slots(limits.max_concurrent, limits.max_queue)
     # One thread per slot: asyncio's default pool has min(32, cores + 4) threads (6 on 2 cores), which
     # would cap the questions answered at once, and so the scorer's batches, below max_concurrent.
     workers = ThreadPoolExecutor(max_workers=limits.max_concurrent, thread_name_prefix="kgqa-ask")
     trimmer = _Trimmer()
-    app = FastAPI(title="kgqa", version="0.1.0", description="Question answering over a knowledge graph, with evidence and cost.")
-    app.state.engine, app.state.limits, app.state.metrics = engine, limits, metrics
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warm.start()  # in the background: the server listens meanwhile
+        yield
+
+    app = FastAPI(title="kgqa", version="0.1.0", description="Question answering over a knowledge graph, with evidence and cost.",
+                  lifespan=lifespan)
+    app.state.engine, app.state.limits, app.state.metrics, app.state.warm_up = engine, limits, metrics, warm
 
     @app.middleware("http")
     async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
         started = time.perf_counter()
         path = request.url.path
+        warm.start()  # where the server ran no lifespan; a no-op once started (or warm)
         if limits.api_keys and path.startswith("/v1/") and request.headers.get("x-api-key") not in limits.api_keys:
             response: Response = _error(401, "missing or unknown API key (send it in the X-API-Key header)")
         elif request.method == "POST" and _too_big(request, limits.max_body_bytes):
@@ -237,6 +260,7 @@ def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
                          502: {"model": ErrorSchema}, 503: {"model": ErrorSchema}, 504: {"model": ErrorSchema}})
     async def ask(body: AskRequest) -> JSONResponse:
         arrived = time.monotonic()
+        deadline = arrived + limits.request_timeout_s
         question = body.question.strip()
         if not question:
             return _error(422, "question is empty")
@@ -252,13 +276,22 @@ def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
             engine.method_options(method.name, **options)
         except ValueError as error:
             return _error(422, str(error))
-        wait = min(limits.queue_timeout_s, limits.request_timeout_s)
+        if warm.state != "ok":  # a question that comes while the service warms up waits for it
+            if warm.state == "warming" and warm.waiting >= limits.max_queue:
+                return _error(503, f"the service is warming up and {limits.max_queue} questions are waiting for it; retry shortly",
+                              {"Retry-After": str(WARMING_RETRY_AFTER_S)})
+            if not await warm.wait(deadline - time.monotonic()):
+                return _error(503, f"the service is still warming up (loading models, opening indexes: {warm.warming_for():.0f} s so far); "
+                                   "retry shortly", {"Retry-After": str(WARMING_RETRY_AFTER_S)})
+            if warm.state == "failed":
+                return _error(503, f"the service could not warm up: {warm.reason}", {"Retry-After": warm.retry_after()})
+        wait = max(0.0, min(limits.queue_timeout_s, deadline - time.monotonic()))
         if not await slots.acquire(wait):
             reason = (f"all {limits.max_concurrent} question slots are busy and {limits.max_queue} questions are waiting"
                       if slots.full() else f"no question slot came free within {wait:g} s")
             return _error(503, f"{reason}; retry shortly", {"Retry-After": "1"})
         metrics.enter()
-        control = RequestControl(deadline=arrived + limits.request_timeout_s)
+        control = RequestControl(deadline=deadline)
         loop = asyncio.get_running_loop()
 
         def work() -> dict[str, Any]:
@@ -289,25 +322,35 @@ def create_app(engine: Engine, limits: ServiceLimits | None = None) -> FastAPI:
         metrics.answer(data)
         return JSONResponse(data)
 
-    @app.get("/v1/health", summary="Store reachable, checkpoint and LLM ready")
+    @app.get("/v1/health", summary="Warm, store reachable, method and LLM ready (200 only when status is \"ok\")")
     async def health() -> JSONResponse:
+        base: dict[str, Any] = {"kg": engine.store.kg, "method": engine.method,
+                                "llm": f"{engine.llm.provider}:{engine.llm.model}" if engine.llm else "none (kgfr answers without an LLM)"}
+        if warm.state == "warming":
+            report = {"status": "warming", "ok": False, **base, "reason": "loading models and opening indexes",
+                      "warming_s": round(warm.warming_for(), 1), "attempt": warm.attempts}
+            return JSONResponse(report, status_code=503, headers={"Retry-After": str(WARMING_RETRY_AFTER_S)})
+        if warm.state == "failed":
+            return JSONResponse({"status": "failed", "ok": False, **base, "reason": f"warm-up failed: {warm.reason}",
+                                 "attempt": warm.attempts}, status_code=503, headers={"Retry-After": warm.retry_after()})
+
         def check() -> dict[str, Any]:
-            report: dict[str, Any] = {"kg": engine.store.kg, "method": engine.method}
+            report: dict[str, Any] = dict(base)
             try:
                 engine.store.resolve(["kgqa health probe"])
                 report["store"] = "reachable"
             except Exception as error:  # reported, not raised
                 report["store"] = f"unreachable: {error}"
             try:
-                engine.runner("kgfr")  # loads the checkpoint once
+                engine.runner()  # the service's method: built by the warm-up (loads its checkpoint otherwise)
                 report["checkpoint"] = "ready"
             except Exception as error:
                 report["checkpoint"] = f"not ready: {error}"
-            report["llm"] = f"{engine.llm.provider}:{engine.llm.model}" if engine.llm else "none (kgfr answers without an LLM)"
             report["ok"] = report["store"] == "reachable" and report["checkpoint"] == "ready"
             return report
 
         report = await asyncio.to_thread(check)
+        report = {"status": "ok" if report["ok"] else "unavailable", **report, "warm_up_s": warm.seconds}
         return JSONResponse(report, status_code=200 if report["ok"] else 503)
 
     @app.get("/v1/methods", summary="Methods, their options and LLM-call bounds (from the method registry)")
