@@ -20,7 +20,7 @@ from kgqa.core.errors import BadInputLine
 from kgqa.core.namespace import KGNamespace
 from kgqa.core.store import SourceFact, SourceNode
 
-FORMATS = ("metaqa", "tsv", "nt", "ttl", "labels")
+FORMATS = ("metaqa", "tsv", "nt", "ttl", "labels", "biokg")
 LABEL_PREDICATES = frozenset(
     {
         "http://www.w3.org/2000/01/rdf-schema#label",
@@ -83,6 +83,8 @@ def detect_format(path: Path) -> str:
                 if line.strip():
                     return "metaqa" if line.count("|") >= 2 and "\t" not in line else "tsv"
         return "metaqa"
+    if name.endswith((".sqlite", ".sqlite3")) or path.is_dir():
+        return "biokg"  # kgqa.loaders.biokg: org.*.eg.sqlite / GO.sqlite, or a folder of both
     raise ValueError(f"{path}: cannot tell the format from the name; pass --format ({', '.join(FORMATS)})")
 
 
@@ -135,6 +137,10 @@ def _open_lines(path: Path) -> tuple[DecodedLines, ByteCounter]:
 def read(path: Path, fmt: str, ns: KGNamespace) -> tuple[Iterator[Record], ByteCounter]:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if fmt == "biokg":
+        from kgqa.loaders.biokg import read_biokg
+
+        return read_biokg(path, ns)  # type: ignore[return-value]  # its counter also has tell()
     if fmt == "ttl":
         text, counter = _open_text(path)
         return _turtle(text, fmt, ns, path), counter

@@ -25,7 +25,8 @@ def load(
     kg: Annotated[str, typer.Option("--kg", help="KG name: its IRIs live under urn:kgqa:kg:<name>:")] = "default",
     store: StoreOpt = None,
     fmt: Annotated[Optional[list[str]], typer.Option(
-        "--format", help="metaqa | tsv | nt | ttl | labels (id<TAB>label) (default: from the file name); once for every file, "
+        "--format", help="metaqa | tsv | nt | ttl | labels (id<TAB>label) | biokg (org.Hs.eg.sqlite, GO.sqlite: kgqa.loaders.biokg) "
+                         "(default: from the file name); once for every file, "
                          "or once per file in order")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed lines and report how many")] = False,
     force: Annotated[bool, typer.Option("--force", help="Re-read a file that is already loaded completely")] = False,
