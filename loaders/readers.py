@@ -83,8 +83,8 @@ def detect_format(path: Path) -> str:
                 if line.strip():
                     return "metaqa" if line.count("|") >= 2 and "\t" not in line else "tsv"
         return "metaqa"
-    if name.endswith((".sqlite", ".sqlite3")) or path.is_dir():
-        return "biokg"  # kgqa.loaders.biokg: org.*.eg.sqlite / GO.sqlite, or a folder of both
+    if name.endswith((".sqlite", ".sqlite3")):
+        return "biokg"  # kgqa.loaders.biokg: org.*.eg.sqlite / GO.sqlite
     raise ValueError(f"{path}: cannot tell the format from the name; pass --format ({', '.join(FORMATS)})")
 
 
