@@ -14,6 +14,7 @@ from conftest import all_label_pages
 from kgqa import open_store, open_writer, retrieve
 from kgqa.core.errors import StoreError
 from kgqa.loaders import load_file
+from kgqa.retrieval.linking import link
 from kgqa.core.namespace import KGNamespace
 from kgqa.sparql.endpoint import EndpointError, SparqlEndpointStore
 
@@ -39,6 +40,17 @@ def server_store(request, demo_file):
     assert first.facts_in_store == again.facts_in_store  # idempotent on the server too
     writer.close()
     return open_store(reader_url, "demo")  # other tests add KGs to the same session servers
+
+
+def test_misspelt_names_link_as_on_the_embedded_store_through_each_stores_own_label_index(server_store, demo_kg):
+    """Neo4j's full-text index, Virtuoso's free-text index and the SQLite index the oxigraph-server
+    loader wrote: the same topics as the embedded store's index for misspelt names."""
+    embedded, _ = demo_kg
+    for question in ("which films did William Dieterel direct", "who directed Zorrba the Greek", "who directed kismett",
+                     "which films did Dieterle William direct"):
+        ours, theirs = link(server_store, question), link(embedded, question)
+        assert ours.iris == theirs.iris and ours.iris, (question, ours.topics_json(), theirs.topics_json())
+        assert [t.match for t in ours.topics] == [t.match for t in theirs.topics], question
 
 
 def test_server_subgraphs_equal_embedded(server_store, demo_kg):
