@@ -40,10 +40,16 @@ class EmbeddedStore(SparqlReader):
         """Every (entity IRI, label) pair, streamed from the store's index in one pass (relations'
         labels left out)."""
         meta = ox.NamedNode(self.ns.meta_graph)
-        relations = {q.subject for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, meta)}
+        relations = set(self.relation_nodes())
         for q in self._store.quads_for_pattern(None, _LABEL, None, meta):
             if q.subject not in relations and isinstance(q.subject, ox.NamedNode) and isinstance(q.object, ox.Literal):
                 yield q.subject.value, q.object.value
+
+    def relation_nodes(self) -> list[ox.NamedNode]:
+        """The KG's relations (typed so in its meta graph by the loader), by IRI."""
+        meta = ox.NamedNode(self.ns.meta_graph)
+        found = {q.subject for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, meta) if isinstance(q.subject, ox.NamedNode)}
+        return sorted(found, key=lambda node: node.value)
 
     def _execute(self, name: str, query: str) -> list[Row]:
         solutions = self._store.query(query)
@@ -105,7 +111,6 @@ class EmbeddedWriter(RdfWriter):
         super().__init__(kg, EmbeddedStore(store, kg, label_index), label_index)
         self._store = store
         self._path = path
-        self._in_memory = path is None
 
     @classmethod
     def open(cls, path: str | Path | None, kg: str) -> "EmbeddedWriter":
@@ -131,7 +136,7 @@ class EmbeddedWriter(RdfWriter):
         An in-memory label index stays open for the readers that share it."""
         if self._store is not None:
             self._store.flush()
-            if not self._in_memory:
+            if self._path is not None:  # an in-memory index stays open for the readers sharing it
                 super().close()
         self._store = self._read = None  # type: ignore[assignment]
 
@@ -151,7 +156,7 @@ class EmbeddedWriter(RdfWriter):
         objects), runs are counted line by line, and the counts go back through the bulk loader as
         N-Quads, a step at a time. Memory stays flat whatever the KG's size; the file takes ~70 bytes
         a fact for a moment. (An in-memory store keeps no such order: it groups in a query, as other stores do.)"""
-        if self._in_memory:
+        if self._path is None:
             super()._recount()
             return
         integer = f"^^<{XSD_INTEGER.value}>"
@@ -164,8 +169,7 @@ class EmbeddedWriter(RdfWriter):
                 for line, n in _runs(rows):
                     s, r = line.split("\t")
                     out.add(f'{_term(s)} {_term(r)} "{n}"{integer} {fanout} .')
-                relations = sorted(q.subject.value for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, self._meta) if isinstance(q.subject, ox.NamedNode))
-                for relation in relations:
+                for relation in (node.value for node in self._read.relation_nodes()):
                     self._rows(rows, render("stream_groups_in", **graph_terms(self.ns), relation=escape.iri(relation)))
                     total = 0
                     for o, n in _runs(rows):
