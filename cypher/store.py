@@ -14,7 +14,7 @@ from neo4j.exceptions import Neo4jError
 from kgqa.cypher.connection import Neo4jStoreError, Neo4jTarget, explain
 from kgqa.cypher.queries import cypher, repeated
 from kgqa.core.errors import NoLabelIndex
-from kgqa.core.labels import display_label, normalise_label, resolved
+from kgqa.core.labels import MIN_FUZZY_WORD, display_label, normalise_label, resolved
 from kgqa.core.namespace import check_kg_name
 from kgqa.sparql.reader import pick_kg
 from kgqa.core.store import RelationInfo, StoreCounts, WholeRetrieval
@@ -24,7 +24,6 @@ Record = dict[str, Any]
 log = logging.getLogger(__name__)
 
 LABEL_INDEX = "kgqa_label_keys"  # the full-text index of entity and alias keys (schema.cypher)
-MIN_FUZZY_WORD = 3  # shorter words are matched as written only ("17", "of"), as in sparql/label_index.py
 MAX_SEARCH_WORDS = 16  # words of a text searched: each fuzzy term expands to ≤ 50 Lucene clauses, ≤ 1,024 in all
 LUCENE_OVERFETCH = 4  # Lucene ranks the nodes of every KG in the database; the KG filter comes after
 _PLAIN_WORD = re.compile(r"[^\W_]+")  # letters and digits only: none of Lucene's + - & | ! ( ) { } [ ] ^ " ~ * ? : \ /

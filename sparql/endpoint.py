@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit
 
 from kgqa.core.errors import NoLabelIndex, StoreError
-from kgqa.core.labels import normalise_label
+from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, within_one_edit
 from kgqa.sparql import escape, queries, virtuoso_app
-from kgqa.sparql.label_index import MIN_FUZZY_WORD, endpoint_index_path, within_one_edit
+from kgqa.sparql.label_index import endpoint_index_path
 from kgqa.sparql.queries import render
 from kgqa.sparql.reader import Row, SparqlReader, pick_kg
 from kgqa.core.store import WholeRetrieval
@@ -243,7 +243,7 @@ class SparqlEndpointStore(SparqlReader):
         asked as `contains_expression` builds it: every word (as written, or by its leading letters:
         a typo past them), and every word but one (a typo anywhere in that one); with `any_word`,
         every word, and any word. The rows are then held to what the protocol promises: each word of
-        the text (any, with `any_word`) as written or one edit away (`label_index.within_one_edit`;
+        the text (any, with `any_word`) as written or one edit away (`kgqa.core.labels.within_one_edit`;
         words under 3 letters as written), keys of the nearest length first (with `any_word`, those
         that hold every word before the others), at most `limit` per text. Elsewhere, the label
         index beside the store (`SparqlReader.search_labels`). See `kgqa.core.store.SearchesLabels`."""

@@ -31,14 +31,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from kgqa.core.errors import NoLabelIndex, StoreError
-from kgqa.core.labels import normalise_label, within_one_edit  # noqa: F401  (within_one_edit: re-exported for the stores)
+from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, within_one_edit
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 LENGTH_SHIFT = 48  # id = key length << 48 | 48-bit hash of (IRI, label)
 MAX_LENGTH = (1 << 14) - 1
-MIN_FUZZY_WORD = 3  # shorter words are matched as written only ("17", "of")
 KNOWN_WORDS = 500_000  # words a writer remembers having indexed (forgetting only costs a look-up)
 
 

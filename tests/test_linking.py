@@ -72,6 +72,28 @@ def test_titles_made_of_function_words_long_titles_and_prose_phrases(tmp_path):
     assert [t.entity.label for t in link(store, f"which person wrote the movie {title}", fallback=False).topics] == [title]
 
 
+def test_misspelt_initials_and_short_words_link_only_where_one_name_is_nearest(tmp_path):
+    store = open_store(store_from_lines(tmp_path, "people", [
+        "William Y. Posousky|born_in|Varela",
+        "William K. Posousky|born_in|Shiso",
+        "Richard C. Drafourez|born_in|Varela",
+        "Richard S. Drafourez|born_in|Shiso",
+        "The Letter of Drerais|directed_by|Richard C. Drafourez",
+        "Drerais|located_in|Ukaria",
+    ]), "people")
+    # "YY" matches no word of the KG and is too short for the stores' one-edit search: the longer
+    # words find the candidates, and the doubled initial is nearer one of them than the other
+    doubled = link(store, "where was William YY. Posousky born")
+    assert [t.entity.label for t in doubled.topics] == ["William Y. Posousky"] and doubled.topics[0].match == "fuzzy"
+    # a wrong initial is one letter from every other initial: no name is nearest, none is chosen
+    # (nor by the embedding fallback), and the candidates stay in the trace
+    wrong = link(store, "where was Richard z. Drafourez born")
+    assert wrong.topics == []
+    assert {hit.entity.label for hit in wrong.candidates["Richard z. Drafourez"]} == {"Richard C. Drafourez", "Richard S. Drafourez"}
+    # a three-letter word one edit off (difflib's ratio only 0.67) still extends the city's match into the title
+    assert [t.entity.label for t in link(store, "who directed Thj Letter of Drerais").topics] == ["The Letter of Drerais"]
+
+
 def test_label_pages_list_each_pair_once_whatever_the_page_size():
     """An entity with an id label and an explicit alias: every (entity, label) pair exactly once, in
     order, for any page size (the fuzzy index is built from these pages)."""

@@ -12,6 +12,7 @@ from kgqa.core.namespace import local_name
 from kgqa.core.types import Entity, LinkedEntity
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+MIN_FUZZY_WORD = 3  # every store's label search matches shorter words as written only ("17", "of")
 
 
 @lru_cache(maxsize=1 << 16)

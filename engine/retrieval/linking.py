@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kgqa.core.errors import NoLabelIndex
-from kgqa.core.labels import normalise_label, within_one_edit
+from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, within_one_edit
 from kgqa.core.store import GraphStore, SearchesLabels
 from kgqa.core.types import Entity, LinkedEntity
 
@@ -149,13 +149,14 @@ def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntit
 
 
 def _one_word_misspelt(span: str, label: str) -> bool:
-    """Same number of words, all equal (normalised) but one, and that one alike (ratio ≥ 0.7)."""
+    """Same number of words, all equal (normalised) but one, and that one alike (one edit away, or
+    ratio ≥ 0.7: "Thj" for "The" is one edit but only 0.67)."""
     ours = [normalise_label(w) for w in _TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
     theirs = [normalise_label(w) for w in _TOKEN.findall(label) if any(ch.isalnum() for ch in w)]
     if len(ours) != len(theirs):
         return False
     differ = [(x, y) for x, y in zip(ours, theirs) if x != y]
-    return len(differ) <= 1 and all(difflib.SequenceMatcher(None, x, y).ratio() >= 0.7 for x, y in differ)
+    return len(differ) <= 1 and all(within_one_edit(x, y) or difflib.SequenceMatcher(None, x, y).ratio() >= 0.7 for x, y in differ)
 
 
 def _non_overlapping(ranked: list[tuple[int, int, LinkedEntity]]) -> list[tuple[int, int, LinkedEntity]]:
@@ -182,15 +183,20 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
     found = _search(store, texts, any_word=False, limit=CANDIDATES)
     if found is None:
         return []
+    _search_without_short_words(store, texts, found)
     scored: list[tuple[float, int, int, LinkedEntity]] = []
+    ambiguous = False
     for i, j, text in short:
         threshold = FUZZY_THRESHOLD if j - i > 1 else FUZZY_THRESHOLD_ONE_WORD
         matches = fuzzy_matches(text, found.get(text, []), threshold) or _sole_near_name(i, j, text, found.get(text, []))
         hits = [LinkedEntity(text, Entity(iri, label), "fuzzy", score) for iri, label, score in matches]
         if hits:
             candidates[text] = hits
-            scored.append((hits[0].score, i, j, hits[0]))
-    if not scored and embedding:
+            if _tied(hits):
+                ambiguous = True  # and the embedding may not pick one of them either
+            else:
+                scored.append((hits[0].score, i, j, hits[0]))
+    if not scored and embedding and not ambiguous:
         more = _search(store, texts, any_word=True, limit=EMBEDDING_CANDIDATES) or {}
         pool = {text: list(dict.fromkeys(found.get(text, []) + more.get(text, []))) for text in texts}
         nearest = _nearest(pool, encoder or _shared_encoder(), EMBEDDING_THRESHOLD)
@@ -202,6 +208,28 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
                 scored.append((score, i, j, hit))
         scored = sorted(scored, key=lambda s: -s[0])[:1]
     return _non_overlapping([(i, j, hit) for _, i, j, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1]))])
+
+
+def _tied(hits: list[LinkedEntity]) -> bool:
+    """Whether the best fuzzy match is as near as one with another label: "Richard z. Drafourez"
+    is one letter from "Richard C." and "Richard S. Drafourez" alike, and neither is chosen."""
+    return len(hits) > 1 and hits[1].score == hits[0].score and normalise_label(hits[1].entity.label) != normalise_label(hits[0].entity.label)
+
+
+def _search_without_short_words(store: SearchesLabels, texts: list[str], found: dict[str, list[tuple[str, str]]]) -> None:
+    """Stores match words under MIN_FUZZY_WORD letters as written only, so a misspelt initial
+    ("John KK. Smith", "Sofia BB. Brown") finds no label; such a text that found nothing is searched
+    again by its longer words alone, and the fuzzy rank judges the candidates against the whole text."""
+    shortened = {}
+    for text in texts:
+        words = normalise_label(text).split()
+        longer = [w for w in words if len(w) >= MIN_FUZZY_WORD]
+        if not found.get(text) and len(longer) >= 2 and len(longer) < len(words):
+            shortened[text] = " ".join(longer)
+    if shortened:
+        more = store.search_labels(sorted(set(shortened.values())), any_word=False, limit=CANDIDATES)
+        for text, key in shortened.items():
+            found[text] = more.get(key, [])
 
 
 def _sole_near_name(i: int, j: int, text: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str, float]]:
