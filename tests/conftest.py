@@ -133,3 +133,17 @@ def llama_server(tmp_path_factory):
     """llama.cpp's OpenAI-compatible server with the bundled Gemma 3 270M base model, on loopback."""
     with LlamaCppServer(log_dir=tmp_path_factory.mktemp("llama")) as server:
         yield server
+
+
+@pytest.fixture
+def uncapped_sessions(monkeypatch):
+    """LLMSession refuses a call past its cap, so with the cap in place a method could never be seen
+    passing its published bound: lifted, so that a test's bound assert measures the method's own loop."""
+    from kgqa.llm.session import LLMSession
+
+    original = LLMSession.__init__
+
+    def lifted(self, llm, max_calls):  # type: ignore[no-untyped-def]
+        original(self, llm, 10**6)
+
+    monkeypatch.setattr(LLMSession, "__init__", lifted)

@@ -112,7 +112,7 @@ def test_lmp_empty_or_garbage_replies_end_in_the_no_kg_answer(store, garbage):
     assert [a.text for a in answer.answers] == ["Casablanca"] and answer.answers[0].iri is None
 
 
-def test_lmp_never_exceeds_its_call_bound_whatever_the_llm_says(store):
+def test_lmp_never_exceeds_its_call_bound_whatever_the_llm_says(store, uncapped_sessions):
     rng = random.Random(7)
     pieces = ["1. directed by", "2. starred actors", "1. directed by (reverse)", "1. x", "2. y", "3. z", "", "garbage",
               "1. Dr. Socrates", "2. release year"]
@@ -175,14 +175,16 @@ def test_kgfr_with_an_llm_ranks_as_kgfr_without_one(store, retriever):
     assert [c["score"] for c in answer.evidence.candidates] == pytest.approx([c.score for c in alone.candidates])
 
 
-def test_kgfr_reflection_asks_for_more_and_the_loop_is_bounded(store, retriever):
+def test_kgfr_reflection_asks_for_more_and_the_loop_is_bounded(store, retriever, uncapped_sessions):
     replies = []
     for step in range(3):
         replies += ["1. William Dieterle", f"no\nsub-questions: what else did William Dieterle direct {step}\nkey entities: William Dieterle"]
     llm = ScriptedLLM(replies)
     kgfr = LLMKGFR(retriever, llm, max_steps=3)
     answer = kgfr.answer(QUESTION, ["Kismet"])
-    assert len(answer.trace.llm_calls) <= kgfr.call_bound() == 6
+    # three steps of answer + reflection, though every reflection asks for more: max_steps ends the loop itself
+    assert [c.purpose for c in answer.trace.llm_calls] == [f"kgfr.{kind}.s{step}" for step in (1, 2, 3) for kind in ("answer", "reflect")]
+    assert len(answer.trace.llm_calls) == kgfr.call_bound() == 6
     assert answer.trace.llm_calls[2].purpose == "kgfr.answer.s2"  # the follow-up happened
     assert "William Dieterle" in llm.prompts[2]
 

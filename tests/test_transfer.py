@@ -4,6 +4,7 @@ saw — relations are known only by their text, entities only by their role (KGF
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -56,6 +57,18 @@ def packs(tmp_path_factory):
     return out
 
 
+@contextmanager
+def one_thread():  # type: ignore[no-untyped-def]
+    """Training on one CPU thread: with several, the scatter sums' order (and so the model) varies from
+    run to run (six runs of one seed on two threads ended at 0.32 to 0.40 Hits@1 on the third KG)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _chance(data: PackedQA) -> float:
     """Hits@1 of a uniformly random non-topic node."""
     rates = [len(data.answers(i)) / max(1, int(data.num_nodes[i]) - len(data.topics(i))) for i in range(len(data)) if data.has_subgraph(i)]
@@ -67,15 +80,15 @@ def test_trained_on_two_kgs_it_beats_chance_on_a_third(packs, tmp_path):
     assert len(seen) == len(packs["people"]) + len(packs["films"]) and seen.relation_text == "v2"
     train_part, val_part = seen.split()
     config = TrainConfig(hops=2, epochs=6, patience=6, batch_size=16, lr=3e-3, residual=True, norm=True, message="product", device="cpu", seed=0)
-    train(train_part, val_part, config, tmp_path / "model", log=lambda line: None)
+    with one_thread():  # so that the run is the same every time, and the bar below a fixed distance from it
+        train(train_part, val_part, config, tmp_path / "model", log=lambda line: None)
     from kgqa.methods.kgfr.train import load_checkpoint
 
     model, meta = load_checkpoint(tmp_path / "model", "cpu")
     assert meta["relation_text"] == "v2"
     unseen = packs["firms"]
     hits, chance = evaluate(model, unseen, "cpu")["all"], _chance(unseen)
-    # CPU training is not bit-for-bit repeatable across runs (thread scheduling in the scatter sums):
-    # six runs of this same seed gave 0.32 (twice), 0.36, 0.37 and twice above 0.37, against a chance of 0.19
+    print(f"hits@1 on the third KG {hits:.3f}, chance {chance:.3f}")
     assert hits > max(1.5 * chance, chance + 0.1), (hits, chance)
     # the relations it trained on are kept with it: the text prior tells the third KG's relations from theirs
     from kgqa.methods.kgfr.text_prior import TextPrior, novelty
