@@ -81,6 +81,7 @@ class Evidence:
     paths: list[str] = field(default_factory=list)
     path_edges: list[list[dict[str, str]]] = field(default_factory=list)  # the paths as {head, relation, tail} hops
     outline: str | None = None  # LMP's topological readout
+    reading: list[dict[str, Any]] = field(default_factory=list)  # KGFR's path reader: each relation path read, with its score, best first
 
 
 @dataclass

@@ -69,6 +69,7 @@ class EvidenceSchema(BaseModel):
     paths: list[str]
     path_edges: list[list[dict[str, str]]]
     outline: str | None
+    reading: list[dict[str, Any]] = Field(default_factory=list, description="KGFR's path reader: each relation path from a topic it read, with its score, best first")
 
 
 class LLMCallSchema(BaseModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +60,7 @@ class KGFRResult:
     declined: str | None = None  # why no answer is given, if none is
     signals: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
     answerability: float | None = 0.0
+    reading: list[dict[str, float | str]] = field(default_factory=list)  # the path reader's groups (path, score), best first
 
     def to_answer(self) -> Answer:
         """The common `Answer` form (method "kgfr" without an LLM: the ranking is the answer)."""
@@ -74,6 +75,7 @@ class KGFRResult:
                 facts=[say(f) for c in self.answers for f in c.facts[:3]],
                 paths=[" ; ".join(say(f) for f in p) for p in (best.paths if best else [])],
                 path_edges=path_edges(self.answers),
+                reading=list(self.reading),
             ),
             trace=Trace(round_trips=self.subgraph.get("round_trips", 0), subgraph=dict(self.subgraph), seconds=dict(self.seconds),
                         fallback=None if self.topics else "no topic entity was linked", linking_candidates=self.linking_candidates,
@@ -119,10 +121,12 @@ class KGFRAnswerer:
         seconds["retrieve"] = time.perf_counter() - mark
         emit(Retrieved({"nodes": sg.num_nodes, "edges": sg.num_edges, "hops": sg.hops, "lambda": sg.lam}, sg.trace.round_trips))
         mark = time.perf_counter()
-        scored = self.scorer.score(sg, question, self.descriptions, relation_probe(question, topic_info))
+        probe = relation_probe(question, topic_info)
+        scored = self.scorer.score(sg, question, self.descriptions, probe)
         seconds["score"] = time.perf_counter() - mark
+        ranked, reading = self.read(sg, scored, probe, seconds)
         mark = time.perf_counter()
-        candidates = self.evidence(sg, scored)
+        candidates = self.evidence(sg, ranked)
         seconds["evidence"] = time.perf_counter() - mark
         emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
         answers = self.margin_answers(candidates)
@@ -139,7 +143,21 @@ class KGFRAnswerer:
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam,
                  "scoring_batch": scored.batch_size}
         return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg, confidence, declined, found,
-                          answerability)
+                          answerability, reading)
+
+    def read(self, sg: Subgraph, scored: Scored, probe: str, seconds: dict[str, float] | None = None) -> tuple[Scored, list[dict[str, float | str]]]:
+        """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
+        it has one (kgfr/path_reader.py), and the groups it read (best first). Confidence and declining
+        keep reading the model's own scores, which their calibration was fitted on."""
+        if self.scorer.reader is None:
+            return scored, []
+        check("reading")
+        mark = time.perf_counter()
+        fused, read = self.scorer.reader.fuse(scored.scores, sg, probe)
+        if seconds is not None:
+            seconds["read"] = time.perf_counter() - mark
+        reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read, key=lambda r: -r[1])]
+        return replace(scored, scores=fused), reading
 
     def confidence(self, found: dict[str, float]) -> tuple[float | None, float | None]:
         """(confidence, answerability): the calibrated probabilities that the top answer is right and
@@ -156,7 +174,8 @@ class KGFRAnswerer:
     def score(self, sg: Subgraph, question: str, probe: str | None = None) -> list[Candidate]:
         """The top-k candidates of one subgraph, with their facts and paths (eq. 10–12). `probe`: the
         question with its topics masked, for the text prior (default: the question)."""
-        return self.evidence(sg, self.scorer.score(sg, question, self.descriptions, probe))
+        scored = self.scorer.score(sg, question, self.descriptions, probe)
+        return self.evidence(sg, self.read(sg, scored, probe or question)[0])
 
     def evidence(self, sg: Subgraph, scored: Scored) -> list[Candidate]:
         scores, alpha_max = scored.scores, scored.alpha_max

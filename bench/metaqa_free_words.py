@@ -1,0 +1,102 @@
+"""An evaluation set over the MetaQA KB asked in words of our own, for reading that must transfer:
+phrasings that MetaQA's templates never use ("what else did the director of X make"), 1 to 3 hops.
+It is for evaluation only: nothing trains on these phrasings (bench/path_reader.py trains on MetaQA
+dev's own questions). Answers are read from the KB along each phrasing's relation path, the topic
+itself left out (MetaQA's convention).
+
+    python bench/metaqa_free_words.py --kb ../shared/data/metaqa/kb_reconstructed.txt --out DIR [--per-template 15]
+
+writes DIR/free-1hop.txt, free-2hop.txt, free-3hop.txt in MetaQA's format (the topic in brackets,
+answers after a tab, joined by |), so that `kgqa eval` and bench/path_reader.py read them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections import defaultdict
+from pathlib import Path
+
+MAX_ANSWERS = 30  # a question with more answers than this is a list nobody asks for
+
+# (path from the topic: relation, "~relation" against its direction), the topic's kind, phrasings ({} = the topic)
+TEMPLATES: list[tuple[tuple[str, ...], str, list[str]]] = [
+    (("directed_by",), "film", ["who was behind the camera for {}", "who made the picture {}"]),
+    (("written_by",), "film", ["who penned {}", "who came up with the story of {}"]),
+    (("release_year",), "film", ["what year did {} come out", "when did {} hit theaters"]),
+    (("starred_actors",), "film", ["who appears in {}", "name someone from the cast of {}"]),
+    (("has_genre",), "film", ["what sort of movie is {}", "how would you classify {}"]),
+    (("in_language",), "film", ["what language do they speak in {}"]),
+    (("~directed_by",), "person", ["what has {} directed", "which pictures were made by {}"]),
+    (("~starred_actors",), "person", ["what has {} acted in", "which movies feature {}"]),
+    (("~written_by",), "person", ["what did {} write", "which screenplays are by {}"]),
+    (("directed_by", "~directed_by"), "film", ["what else did the director of {} make", "name other pictures by the filmmaker behind {}"]),
+    (("starred_actors", "~starred_actors"), "film", ["what else have the actors of {} been in", "where else did the cast of {} appear"]),
+    (("written_by", "~written_by"), "film", ["what other films did the writer of {} work on", "what else was written by whoever wrote {}"]),
+    (("~directed_by", "release_year"), "person", ["when did the movies {} directed come out", "in which years did {} release films as director"]),
+    (("~starred_actors", "has_genre"), "person", ["what kinds of films has {} been in", "which genres has {} acted in"]),
+    (("~written_by", "directed_by"), "person", ["who directed the scripts {} wrote", "who filmed what {} wrote"]),
+    (("~starred_actors", "directed_by"), "person", ["which directors has {} worked with", "who directed {} as an actor"]),
+    (("~directed_by", "starred_actors"), "person", ["who acted for {}", "which actors has {} directed"]),
+    (("directed_by", "~directed_by", "has_genre"), "film", ["what genres does the director of {} work in",
+                                                            "what kinds of films does the man who directed {} make"]),
+    (("directed_by", "~directed_by", "release_year"), "film", ["when did the films of the director of {} come out"]),
+    (("starred_actors", "~starred_actors", "directed_by"), "film", ["who directed other films with the cast of {}",
+                                                                    "which directors worked with the actors of {}"]),
+    (("written_by", "~written_by", "starred_actors"), "film", ["who acted in other scripts by the writer of {}"]),
+    (("written_by", "~written_by", "in_language"), "film", ["in what languages are the other films by the writer of {}"]),
+]
+
+
+def read_kb(path: Path) -> dict[tuple[str, str], set[str]]:
+    index: dict[tuple[str, str], set[str]] = defaultdict(set)
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("|")
+            if len(parts) == 3:
+                s, r, o = parts
+                index[s, r].add(o)
+                index[o, "~" + r].add(s)
+    return index
+
+
+def follow(kb: dict[tuple[str, str], set[str]], start: str, path: tuple[str, ...]) -> set[str]:
+    frontier = {start}
+    for relation in path:
+        frontier = {o for s in frontier for o in kb.get((s, relation), ())}
+    return frontier - {start}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kb", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--per-template", type=int, default=15, help="questions per phrasing")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    kb = read_kb(args.kb)
+    films = sorted({s for (s, r) in kb if r == "directed_by"})
+    people = sorted({s for (s, r) in kb if r in ("~directed_by", "~starred_actors", "~written_by")})
+    rng = random.Random(args.seed)
+    by_hop: dict[int, list[str]] = defaultdict(list)
+    for path, kind, phrasings in TEMPLATES:
+        pool = films if kind == "film" else people
+        for phrasing in phrasings:
+            made = 0
+            for topic in rng.sample(pool, min(len(pool), 40 * args.per_template)):
+                answers = follow(kb, topic, path)
+                if not answers or len(answers) > MAX_ANSWERS or "|" in topic or "[" in topic:
+                    continue
+                by_hop[len(path)].append(phrasing.format(f"[{topic}]") + "\t" + "|".join(sorted(answers)))
+                made += 1
+                if made == args.per_template:
+                    break
+    args.out.mkdir(parents=True, exist_ok=True)
+    for hop, lines in sorted(by_hop.items()):
+        (args.out / f"free-{hop}hop.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"{args.out / f'free-{hop}hop.txt'}: {len(lines)} questions")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,294 @@
+"""Data, training and evaluation of KGFR's path reader (kgqa.methods.kgfr.path_reader).
+
+    python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N]
+    python bench/path_reader.py train --data DATA.jsonl... --out DIR [--time-budget MIN] [--epochs N]
+    python bench/path_reader.py eval --store URL --kg NAME --qa FILE[:HOP]... --reader DIR [--per-file N] [--topics gold|linked]
+
+`build` retrieves each question's subgraph as kgfr does (bundled checkpoint's hops and λ; gold topics),
+scores it with the bundled KGFR, and writes one JSON line per question: the masked question, the
+texts of the relation-path groups that reach KGFR's top nodes (what the reader will see at question
+time), and each group's target: 1 for the groups whose reached set best matches the gold answers
+(F1), else 0. Questions whose answers no group reaches are left out (counted).
+
+`train` fine-tunes the reader listwise (softmax over a question's groups, cross-entropy with the
+target spread evenly over its best groups), on the CPU unless --device, in steps of --batch questions,
+saving DIR after each epoch and when --time-budget (minutes) runs out; run it again to go on from DIR.
+The last 10 % of each data file (in its order) is validation, never trained on.
+
+`eval` answers the questions with the bundled KGFR alone and fused with the reader for each γ of
+--weights, and prints Hits@1 per file: the place to choose γ (on validation questions), and to
+report held-out sets (on questions no data file held).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kgqa.loaders.qa import read_qa
+from kgqa.methods.kgfr.confidence import gold_probe, relation_probe
+from kgqa.methods.kgfr.path_reader import MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, verbalise
+from kgqa.retrieval.app import retrieve
+from kgqa.retrieval.linking import link_or_resolve
+from kgqa.retrieval.store_url import open_store
+
+TOP = 10  # KGFR's top nodes whose groups are read
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def held_out_qids() -> set[str]:
+    """The MetaQA dev questions the bundled KGFR never trained on (its config's validation ids)."""
+    from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT
+
+    return set(json.loads((Path(BUNDLED_CHECKPOINT) / "config.json").read_text())["train"]["split"]["validation_qids"])
+
+
+def qa_files(specs: list[str], per_file: int | None, seed: int = 0, part: str = "all") -> list[tuple[str, list]]:
+    """`part`: "train" leaves out the questions the bundled KGFR held out, "held-out" keeps only those
+    (ids like "2-hop/qa_dev.txt:17": a file's last folder and name), "all" every one."""
+    held = held_out_qids() if part != "all" else set()
+    out = []
+    for spec in specs:
+        path, _, hop = spec.partition(":")
+        examples = read_qa(path, int(hop) if hop else None)
+        if part != "all":
+            examples = [ex for ex in examples if (ex.qid in held) == (part == "held-out")]
+        if per_file and len(examples) > per_file:
+            examples = random.Random(seed).sample(examples, per_file)
+        out.append((spec, examples))
+    return out
+
+
+def f1(reached: set[int], gold: set[int]) -> float:
+    hit = len(reached & gold)
+    return 0.0 if hit == 0 else 2 * hit / (len(reached) + len(gold))
+
+
+def build(args) -> None:  # type: ignore[no-untyped-def]
+    from kgqa.methods.kgfr.answer import KGFRAnswerer
+
+    store = open_store(args.store, args.kg)
+    kgfr = KGFRAnswerer(store)
+    written = missing = 0
+    started = time.time()
+    with open(args.out, "w", encoding="utf-8") as out:
+        for spec, examples in qa_files(args.qa, args.per_file, args.seed, args.part):
+            for n, ex in enumerate(examples):
+                found = store.resolve(list(ex.topics))
+                iris = [hits[0].entity.iri for hits in found.values() if hits]
+                if not iris:
+                    missing += 1
+                    continue
+                sg = retrieve(store, iris, kgfr.hops, kgfr.lam)
+                probe = gold_probe(ex.question, list(ex.topics))
+                scores = kgfr.scorer.score(sg, ex.question, None, probe).scores
+                top = [int(i) for i in torch.argsort(scores, descending=True)[:TOP] if torch.isfinite(scores[i])]
+                gold = {i for i, label in enumerate(sg.node_labels) if label in set(ex.answers)}
+                groups = groups_for(sg, top + sorted(gold), MAX_GROUPS * 2)
+                quality = [f1(set(ends.tolist()), gold) for _, ends in groups]
+                if not gold or max(quality, default=0.0) == 0.0:
+                    missing += 1
+                    continue
+                # the best groups: the best F1, and the shortest among those (a longer walk that happens to
+                # reach the same answers — "in language → language of → release year" — is not the reading)
+                best = max((quality[i], -len(groups[i][0])) for i in range(len(groups)))
+                right = [(quality[i], -len(groups[i][0])) == best for i in range(len(groups))]
+                chosen = sorted(range(len(groups)), key=lambda i: (not right[i], len(groups[i][0])))[:MAX_GROUPS]
+                out.write(json.dumps({"q": probe, "file": spec, "qid": ex.qid, "paths": [verbalise(sg, groups[i][0]) for i in chosen],
+                                      "target": [1.0 if right[i] else 0.0 for i in chosen]}) + "\n")
+                written += 1
+                if (n + 1) % 500 == 0:
+                    log(f"{spec}: {n + 1}/{len(examples)} ({written} written, {missing} left out, {time.time() - started:.0f}s)")
+    log(f"{written} questions written to {args.out}; {missing} left out (no topic, or no group reaches an answer)")
+
+
+def read_data(paths: list[str]) -> tuple[list[dict], list[dict]]:
+    train, val = [], []
+    for path in paths:
+        rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+        cut = int(len(rows) * 0.9)
+        train += rows[:cut]
+        val += rows[cut:]
+    return train, val
+
+
+def trimmed(row: dict, groups: int) -> dict:
+    """A question's best groups and the first others (shortest first) up to `groups` in all."""
+    keep = [i for i, t in enumerate(row["target"]) if t] + [i for i, t in enumerate(row["target"]) if not t]
+    keep = sorted(keep[: max(groups, sum(1 for t in row["target"] if t) + 1)])
+    return {**row, "paths": [row["paths"][i] for i in keep], "target": [row["target"][i] for i in keep]}
+
+
+def listwise_loss(model: PathReaderModel, rows: list[dict]) -> torch.Tensor:
+    questions = [row["q"] for row in rows for _ in row["paths"]]
+    paths = [p for row in rows for p in row["paths"]]
+    logits = model(questions, paths)
+    loss, start = 0.0, 0
+    for row in rows:
+        part = logits[start : start + len(row["paths"])]
+        target = torch.tensor(row["target"], device=part.device)
+        loss = loss - (torch.log_softmax(part, 0) * target / target.sum()).sum()
+        start += len(row["paths"])
+    return loss / len(rows)
+
+
+def accuracy(model: PathReaderModel, rows: list[dict], batch: int) -> float:
+    model.eval()
+    right = 0
+    with torch.inference_mode():
+        for i in range(0, len(rows), batch):
+            part = rows[i : i + batch]
+            logits = model([r["q"] for r in part for _ in r["paths"]], [p for r in part for p in r["paths"]]).tolist()
+            start = 0
+            for r in part:
+                scores = logits[start : start + len(r["paths"])]
+                right += r["target"][int(np.argmax(scores))] == 1.0
+                start += len(r["paths"])
+    model.train()
+    return right / max(1, len(rows))
+
+
+def train(args) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(args.seed)
+    rows, val = read_data(args.data)
+    log(f"{len(rows)} training questions, {len(val)} validation")
+    out = Path(args.out)
+    model = PathReaderModel(args.lora_r, 2 * args.lora_r, args.layers)
+    state = {"epoch": 0, "step": 0, "history": []}
+    if (out / "config.json").exists():
+        loaded, _ = PathReaderModel.load(out)
+        model.load_state_dict(loaded.state_dict())
+        state = json.loads((out / "config.json").read_text()).get("training", state)
+        log(f"resumed from {out}: epoch {state['epoch']}, step {state['step']}")
+    model.to(args.device)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimiser = torch.optim.AdamW(params, lr=args.lr)
+    deadline = time.time() + 60 * args.time_budget if args.time_budget else None
+    rng = random.Random(args.seed + state["epoch"])
+
+    def save() -> None:
+        state["val_accuracy"] = accuracy(model, val[: args.val_questions], args.batch)
+        state["history"].append({"epoch": state["epoch"], "step": state["step"], "val_accuracy": state["val_accuracy"]})
+        model.save(out, ReaderConfig(args.weight, TOP, args.lora_r, 2 * args.lora_r, args.layers), {"training": state, "data": args.data})
+        log(f"saved {out}: epoch {state['epoch']}, step {state['step']}, validation accuracy (best group first) {state['val_accuracy']:.3f}")
+
+    while state["epoch"] < args.epochs:
+        order = list(range(len(rows)))
+        rng.shuffle(order)
+        skip = state["step"] % max(1, len(order) // args.batch)
+        for b in range(skip, len(order) // args.batch):
+            batch = [trimmed(rows[i], args.groups) for i in order[b * args.batch : (b + 1) * args.batch]]
+            loss = listwise_loss(model, batch)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            state["step"] += 1
+            if state["step"] % 50 == 0:
+                log(f"epoch {state['epoch'] + 1} step {state['step']}: loss {float(loss):.4f}")
+            if deadline and time.time() > deadline:
+                save()
+                log("time budget spent: run again to go on")
+                return
+        state["epoch"] += 1
+        state["step"] = 0
+        save()
+
+
+def evaluate(args) -> None:  # type: ignore[no-untyped-def]
+    from kgqa.methods.kgfr.answer import KGFRAnswerer
+    from kgqa.methods.kgfr.path_reader import PathReader
+
+    store = open_store(args.store, args.kg)
+    kgfr = KGFRAnswerer(store)
+    reader = PathReader(Path(args.reader))
+    weights = [float(w) for w in args.weights.split(",")]
+    table = []
+    for spec, examples in qa_files(args.qa, args.per_file, args.seed, args.part):
+        hits = {w: 0 for w in [0.0, *weights]}
+        seconds = []
+        n = 0
+        for ex in examples:
+            linking = link_or_resolve(store, ex.question, list(ex.topics) if args.topics == "gold" else None)
+            n += 1
+            if not linking.topics:
+                continue
+            sg = retrieve(store, linking.iris, kgfr.hops, kgfr.lam)
+            probe = relation_probe(ex.question, linking.topics_json())
+            scores = kgfr.scorer.score(sg, ex.question, None, probe).scores
+            gold = {i for i, label in enumerate(sg.node_labels) if label in set(ex.answers)}
+            started = time.perf_counter()
+            order = [int(i) for i in torch.argsort(scores, descending=True)[:TOP] if torch.isfinite(scores[i])]
+            best, _ = reader.read(sg, probe, order)
+            seconds.append(time.perf_counter() - started)
+            hits[0.0] += bool(order) and order[0] in gold
+            if best:
+                top_reading, worst = max(best.values()), min(best.values())
+                for w in weights:
+                    fused = {v: float(scores[v]) + w * (best.get(v, worst) - top_reading) for v in order}
+                    hits[w] += max(fused, key=fused.get) in gold
+            else:
+                for w in weights:
+                    hits[w] += bool(order) and order[0] in gold
+        row = {"file": spec, "n": n, **{f"hits1@{w}": hits[w] / max(1, n) for w in hits}, "reader_ms_p50": 1000 * float(np.median(seconds)) if seconds else None}
+        table.append(row)
+        log(json.dumps(row))
+    print("| file | n | KGFR alone | " + " | ".join(f"γ={w}" for w in weights) + " | reader ms p50 |")
+    print("|---|---:|---:|" + "---:|" * len(weights) + "---:|")
+    for row in table:
+        print(f"| {row['file']} | {row['n']} | {row['hits1@0.0']:.3f} | " + " | ".join(f"{row[f'hits1@{w}']:.3f}" for w in weights)
+              + f" | {row['reader_ms_p50']:.1f} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--store", required=True)
+    b.add_argument("--kg", required=True)
+    b.add_argument("--qa", nargs="+", required=True, help="QA files, each FILE or FILE:HOP")
+    b.add_argument("--out", required=True)
+    b.add_argument("--per-file", type=int, default=None)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--part", choices=("train", "held-out", "all"), default="train")
+    t = sub.add_parser("train")
+    t.add_argument("--data", nargs="+", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument("--epochs", type=int, default=2)
+    t.add_argument("--batch", type=int, default=8, help="questions per step")
+    t.add_argument("--lr", type=float, default=3e-4)
+    t.add_argument("--lora-r", type=int, default=8)
+    t.add_argument("--layers", type=int, default=4, help="MiniLM layers kept")
+    t.add_argument("--groups", type=int, default=6, help="groups per question in a step: its best ones, then the others in order")
+    t.add_argument("--weight", type=float, default=1.0, help="γ written into the reader's config (choose it with eval)")
+    t.add_argument("--time-budget", type=float, default=None, help="minutes")
+    t.add_argument("--val-questions", type=int, default=500)
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--seed", type=int, default=0)
+    e = sub.add_parser("eval")
+    e.add_argument("--store", required=True)
+    e.add_argument("--kg", required=True)
+    e.add_argument("--qa", nargs="+", required=True)
+    e.add_argument("--reader", required=True)
+    e.add_argument("--weights", default="0.5,1,2,4,8")
+    e.add_argument("--per-file", type=int, default=None)
+    e.add_argument("--topics", choices=("gold", "linked"), default="gold")
+    e.add_argument("--seed", type=int, default=1)
+    e.add_argument("--part", choices=("train", "held-out", "all"), default="held-out")
+    args = ap.parse_args()
+    {"build": build, "train": train, "eval": evaluate}[args.command](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
