@@ -195,7 +195,7 @@ def train(args) -> None:  # type: ignore[no-untyped-def]
             optimiser.step()
             state["step"] += 1
             if state["step"] % 50 == 0:
-                log(f"epoch {state['epoch'] + 1} step {state['step']}: loss {float(loss):.4f}")
+                log(f"epoch {state['epoch'] + 1} step {state['step']}: loss {loss.item():.4f}")
             if deadline and time.time() > deadline:
                 save()
                 log("time budget spent: run again to go on")

@@ -1,8 +1,10 @@
 """Walks said in words, from the relations' readable text (`kgqa.retrieval.relation_text`), with many
-surface forms per shape so that no one form dominates: possessive ("Kismet's genre"), "the … of",
-passive and active readings, who/what/which/name/list openings, the answer's type where the KG's
-naming gives one (Freebase `/film/film/…`: a film), and "besides X" / "other" forms when the walk
-came back to the topic's neighbourhood. None of them is a MetaQA template (a test checks).
+surface forms per shape so that no one form dominates: possessive ("Kismet's genre"), stacked
+possessives through agent nouns ("Kismet's director's …": `agent_noun`), "the … of", passive and
+active readings, who/what/which/name/list openings, the answer's type where the KG's naming gives one
+(Freebase `/film/film/…`: a film), and "besides X", "what else …", "X's director also directed
+what?" forms when the walk came back to the topic's neighbourhood. None of them is a MetaQA template
+(a test checks).
 
 A relation's words fall in one of four kinds, each with its own phrases:
 - noun ("genre", "release year", "has genre" → "genre"): "the genre of X", "what has genre X";
@@ -54,10 +56,11 @@ def noun_phrase(step: Step, x: str, rng: random.Random) -> str:
     """The entities one step from `x` (itself a name or a noun phrase), as a noun phrase."""
     kind, w = _kind(readable_relation(step.label), is_freebase_path(step.label))
     if kind == "noun":
-        forms = [f"the {w} of {x}", f"{x}'s {w}"] if not step.inverse else [f"whatever has {w} {x}", f"the things whose {w} is {x}"]
+        forms = [f"the {w} of {x}", f"{possessive(x)} {w}"] if not step.inverse else [f"whatever has {w} {x}", f"the things whose {w} is {x}"]
     elif kind == "passive":
-        active = inverse_words(w)
-        forms = [f"the one who {active} {x}", f"whoever {active} {x}"] if not step.inverse else [f"the things {w} {x}", f"what was {w} {x}"]
+        active, agent = inverse_words(w), agent_noun(w)
+        forms = ([f"the one who {active} {x}", f"whoever {active} {x}"] + ([f"{possessive(x)} {agent}", f"the {agent} of {x}"] if agent else [])
+                 if not step.inverse else [f"the things {w} {x}", f"what was {w} {x}"])
     elif kind == "verb":
         forms = [f"the things {x} {w}", f"what {x} {w}"] if not step.inverse else [f"the things that {w} {x}", f"whatever {w} {x}"]
     elif kind == "isa":
@@ -65,6 +68,54 @@ def noun_phrase(step: Step, x: str, rng: random.Random) -> str:
     else:
         be = _be(w)
         forms = [f"what {x} {be}{w}", f"the thing {x} {be}{w}"] if not step.inverse else [f"the things {w} {x}", f"whatever {be or 'is '}{w} {x}"]
+    return rng.choice(forms)
+
+
+_AGENTS = {"written": "writer", "made": "maker", "sung": "singer", "built": "builder", "led": "leader", "taught": "teacher",
+           "held": "holder", "won": "winner", "played": "player", "starred": "star"}
+
+
+def agent_noun(passive: str) -> str | None:
+    """Who does what a passive relation says, for stacked possessives ("Kismet's director's films"):
+    "directed by" → "director", "produced by" → "producer", "written by" → "writer"; None where the
+    verb is no plain -ed participle ("located in" is no passive)."""
+    verb = passive.split()[0]
+    if verb in _AGENTS:
+        return _AGENTS[verb]
+    if not verb.endswith("ed") or len(verb) < 5:
+        return None
+    stem = verb[:-2]
+    if stem.endswith(("ct", "it", "at", "ut")):
+        return stem + "or"  # direct → director, edit → editor, create → creator
+    if stem.endswith(("c", "s", "v", "z", "g", "u")):
+        stem += "e"  # produc → produce, compos → compose
+    return stem + ("r" if stem.endswith("e") else "er")  # found → founder, own → owner
+
+
+def possessive(x: str) -> str:
+    """"Kismet" → "Kismet's", "the films" → "the films'"; a noun phrase stacks ("Kismet's director's")."""
+    return x + ("'" if x.endswith("s") and not x[:1].isupper() else "'s")
+
+
+def else_question(step: Step, x: str, rng: random.Random) -> str | None:
+    """The last step of a walk that came back to the topic's neighbourhood, asked with "else",
+    "other" or "also" (the topic is no answer): "what else was directed by Kismet's director?",
+    "Kismet's director also directed what?"; None for a step walked forwards."""
+    if not step.inverse:
+        return None
+    kind, w = _kind(readable_relation(step.label), is_freebase_path(step.label))
+    if kind == "noun":
+        forms = [f"what else has {w} {x}?", f"which others have {w} {x}?", f"name other things with {w} {x}."]
+    elif kind == "passive":
+        active = inverse_words(w)
+        forms = [f"what else was {w} {x}?", f"{x} also {active} what?", f"name the others {w} {x}."]
+    elif kind == "verb":
+        forms = [f"what else {w} {x}?", f"which other things {w} {x}?"]
+    elif kind == "isa":
+        return None
+    else:
+        be = _be(w)
+        forms = [f"what else {be or 'is '}{w} {x}?", f"name other things {w} {x}."]
     return rng.choice(forms)
 
 
@@ -119,8 +170,12 @@ def say_path(steps: tuple[Step, ...], topic: str, excludes_topic: bool, rng: ran
     for step in steps[:-1]:
         x = noun_phrase(step, x, rng)
     text = question_for_step(steps[-1], x, rng)
-    if excludes_topic and rng.random() < 0.6:
-        text = rng.choice([f"besides {topic}, {text}", f"other than {topic}, {text}", f"apart from {topic} itself, {text}"])
+    if excludes_topic:
+        roll = rng.random()
+        if roll < 0.4 and (other := else_question(steps[-1], x, rng)) is not None:
+            text = other
+        elif roll < 0.8:
+            text = rng.choice([f"besides {topic}, {text}", f"other than {topic}, {text}", f"apart from {topic} itself, {text}"])
     return text
 
 
