@@ -10,10 +10,12 @@ texts of the relation-path groups that reach KGFR's top nodes (what the reader w
 time), and each group's target: 1 for the groups whose reached set best matches the gold answers
 (F1), else 0. Questions whose answers no group reaches are left out (counted).
 
-`train` fine-tunes the reader listwise (softmax over a question's groups, cross-entropy with the
-target spread evenly over its best groups), on the CPU unless --device, in steps of --batch questions,
-saving DIR after each epoch and when --time-budget (minutes) runs out; run it again to go on from DIR.
-The last 10 % of each data file (in its order) is validation, never trained on.
+`train` trains the reader listwise (softmax over a question's groups, cross-entropy with the target
+spread evenly over its best groups) on the CPU, in steps of --batch questions, from the frozen
+encoder's vectors computed once (each question's tokens, each relation text); it keeps in DIR the
+epoch with the best validation accuracy (the best group ranked first), stops after --epochs or when
+--time-budget (minutes) has run out, and goes on from DIR when run again. The last 10 % of each
+data file (in its order) is validation, never trained on.
 
 `eval` answers the questions with the bundled KGFR alone and fused with the reader for each γ of
 --weights, and prints Hits@1 per file: the place to choose γ (on validation questions), and to
@@ -34,7 +36,7 @@ import torch
 
 from kgqa.loaders.qa import read_qa
 from kgqa.methods.kgfr.confidence import gold_probe, relation_probe
-from kgqa.methods.kgfr.path_reader import MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, verbalise
+from kgqa.methods.kgfr.path_reader import ARROW, MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, path_inputs, verbalise
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.linking import link_or_resolve
 from kgqa.retrieval.store_url import open_store
@@ -129,31 +131,59 @@ def trimmed(row: dict, groups: int) -> dict:
     return {**row, "paths": [row["paths"][i] for i in keep], "target": [row["target"][i] for i in keep]}
 
 
-def listwise_loss(model: PathReaderModel, rows: list[dict]) -> torch.Tensor:
-    questions = [row["q"] for row in rows for _ in row["paths"]]
-    paths = [p for row in rows for p in row["paths"]]
-    logits = model(questions, paths)
+class Features:
+    """The frozen inputs, computed once: each question's token vectors, each relation text's vector."""
+
+    def __init__(self, rows: list[dict]):
+        from kgqa.retrieval.text import TextEncoder
+
+        encoder = TextEncoder()
+        questions = sorted({r["q"] for r in rows})
+        log(f"token vectors of {len(questions)} questions ...")
+        self.tokens = {q: s.astype(np.float16) for q, s in zip(questions, _chunked(encoder.token_states, questions))}
+        texts = sorted({hop for r in rows for p in r["paths"] for hop in p.split(ARROW)})
+        self.relations = dict(zip(texts, encoder.encode(texts)))
+        log(f"... and of {len(texts)} relation texts")
+
+    def batch(self, rows: list[dict]) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
+        states = [self.tokens[r["q"]].astype(np.float32) for r in rows]
+        paths, owner, targets = [], [], []
+        for i, r in enumerate(rows):
+            paths += [[self.relations[h] for h in p.split(ARROW)] for p in r["paths"]]
+            owner += [i] * len(r["paths"])
+            targets.append(torch.tensor(r["target"]))
+        return path_inputs(states, paths, owner), targets
+
+
+def _chunked(fn, items: list, size: int = 256) -> list:  # type: ignore[no-untyped-def]
+    out = []
+    for start in range(0, len(items), size):
+        out += fn(items[start : start + size])
+    return out
+
+
+def listwise_loss(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor]) -> torch.Tensor:
+    scores = model(*inputs)
     loss, start = 0.0, 0
-    for row in rows:
-        part = logits[start : start + len(row["paths"])]
-        target = torch.tensor(row["target"], device=part.device)
+    for target in targets:
+        part = scores[start : start + len(target)]
         loss = loss - (torch.log_softmax(part, 0) * target / target.sum()).sum()
-        start += len(row["paths"])
-    return loss / len(rows)
+        start += len(target)
+    return loss / len(targets)
 
 
-def accuracy(model: PathReaderModel, rows: list[dict], batch: int) -> float:
+def accuracy(model: PathReaderModel, features: Features, rows: list[dict], batch: int) -> float:
     model.eval()
     right = 0
     with torch.inference_mode():
         for i in range(0, len(rows), batch):
-            part = rows[i : i + batch]
-            logits = model([r["q"] for r in part for _ in r["paths"]], [p for r in part for p in r["paths"]]).tolist()
+            inputs, targets = features.batch(rows[i : i + batch])
+            scores = model(*inputs).tolist()
             start = 0
-            for r in part:
-                scores = logits[start : start + len(r["paths"])]
-                right += r["target"][int(np.argmax(scores))] == 1.0
-                start += len(r["paths"])
+            for target in targets:
+                part = scores[start : start + len(target)]
+                right += float(target[int(np.argmax(part))]) == 1.0
+                start += len(target)
     model.train()
     return right / max(1, len(rows))
 
@@ -162,47 +192,45 @@ def train(args) -> None:  # type: ignore[no-untyped-def]
     torch.manual_seed(args.seed)
     rows, val = read_data(args.data)
     log(f"{len(rows)} training questions, {len(val)} validation")
+    features = Features(rows + val)
     out = Path(args.out)
-    model = PathReaderModel(args.lora_r, 2 * args.lora_r, args.layers)
-    state = {"epoch": 0, "step": 0, "history": []}
+    model = PathReaderModel()
+    state = {"epoch": 0, "history": []}
     if (out / "config.json").exists():
         loaded, _ = PathReaderModel.load(out)
         model.load_state_dict(loaded.state_dict())
         state = json.loads((out / "config.json").read_text()).get("training", state)
-        log(f"resumed from {out}: epoch {state['epoch']}, step {state['step']}")
-    model.to(args.device)
+        log(f"resumed from {out}: epoch {state['epoch']}")
     model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimiser = torch.optim.AdamW(params, lr=args.lr)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     deadline = time.time() + 60 * args.time_budget if args.time_budget else None
-    rng = random.Random(args.seed + state["epoch"])
+    best = {"val_accuracy": -1.0}
 
-    def save() -> None:
-        state["val_accuracy"] = accuracy(model, val[: args.val_questions], args.batch)
-        state["history"].append({"epoch": state["epoch"], "step": state["step"], "val_accuracy": state["val_accuracy"]})
-        model.save(out, ReaderConfig(args.weight, TOP, args.lora_r, 2 * args.lora_r, args.layers), {"training": state, "data": args.data})
-        log(f"saved {out}: epoch {state['epoch']}, step {state['step']}, validation accuracy (best group first) {state['val_accuracy']:.3f}")
+    def save(accuracy_now: float) -> None:
+        state["history"].append({"epoch": state["epoch"], "val_accuracy": accuracy_now})
+        if accuracy_now > best["val_accuracy"]:
+            best["val_accuracy"] = state["val_accuracy"] = accuracy_now
+            model.save(out, ReaderConfig(args.weight, TOP), {"training": state, "data": args.data})
+        log(f"epoch {state['epoch']}: validation accuracy (best group first) {accuracy_now:.3f} (best {best['val_accuracy']:.3f})")
 
+    rng = random.Random(args.seed)
     while state["epoch"] < args.epochs:
         order = list(range(len(rows)))
         rng.shuffle(order)
-        skip = state["step"] % max(1, len(order) // args.batch)
-        for b in range(skip, len(order) // args.batch):
+        total = 0.0
+        for b in range(len(order) // args.batch):
             batch = [trimmed(rows[i], args.groups) for i in order[b * args.batch : (b + 1) * args.batch]]
-            loss = listwise_loss(model, batch)
+            loss = listwise_loss(model, *features.batch(batch))
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            state["step"] += 1
-            if state["step"] % 50 == 0:
-                log(f"epoch {state['epoch'] + 1} step {state['step']}: loss {loss.item():.4f}")
-            if deadline and time.time() > deadline:
-                save()
-                log("time budget spent: run again to go on")
-                return
+            total += loss.item()
         state["epoch"] += 1
-        state["step"] = 0
-        save()
+        log(f"epoch {state['epoch']}: mean loss {total / max(1, len(order) // args.batch):.4f}")
+        save(accuracy(model, features, val, 64))
+        if deadline and time.time() > deadline:
+            log("time budget spent: run again to go on")
+            return
 
 
 def evaluate(args) -> None:  # type: ignore[no-untyped-def]
@@ -229,7 +257,7 @@ def evaluate(args) -> None:  # type: ignore[no-untyped-def]
             gold = {i for i, label in enumerate(sg.node_labels) if label in set(ex.answers)}
             started = time.perf_counter()
             order = [int(i) for i in torch.argsort(scores, descending=True)[:TOP] if torch.isfinite(scores[i])]
-            best, _ = reader.read(sg, probe, order)
+            best, _ = reader.read(sg, probe, order, kgfr.encoder)
             seconds.append(time.perf_counter() - started)
             hits[0.0] += bool(order) and order[0] in gold
             if best:
@@ -264,16 +292,12 @@ def main() -> int:
     t = sub.add_parser("train")
     t.add_argument("--data", nargs="+", required=True)
     t.add_argument("--out", required=True)
-    t.add_argument("--epochs", type=int, default=2)
-    t.add_argument("--batch", type=int, default=8, help="questions per step")
-    t.add_argument("--lr", type=float, default=3e-4)
-    t.add_argument("--lora-r", type=int, default=8)
-    t.add_argument("--layers", type=int, default=4, help="MiniLM layers kept")
-    t.add_argument("--groups", type=int, default=6, help="groups per question in a step: its best ones, then the others in order")
+    t.add_argument("--epochs", type=int, default=30)
+    t.add_argument("--batch", type=int, default=32, help="questions per step")
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--groups", type=int, default=12, help="groups per question in a step: its best ones, then the others in order")
     t.add_argument("--weight", type=float, default=1.0, help="γ written into the reader's config (choose it with eval)")
     t.add_argument("--time-budget", type=float, default=None, help="minutes")
-    t.add_argument("--val-questions", type=int, default=500)
-    t.add_argument("--device", default="cpu")
     t.add_argument("--seed", type=int, default=0)
     e = sub.add_parser("eval")
     e.add_argument("--store", required=True)

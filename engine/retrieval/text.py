@@ -123,6 +123,14 @@ class TextEncoder:
                 self._store(dict(zip((self._key(t) for t in todo), vectors)))
             return np.stack([self._memory[k] for k in keys]) if keys else np.zeros((0, self.dim), np.float32)
 
+    def token_states(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Each text's contextual token vectors (MiniLM's last layer, [T, 384] with [CLS] and [SEP]),
+        uncached: what the path reader attends over, word order included."""
+        model, lock = _shared_model(self.device)
+        with lock:
+            states = model.encode(list(texts), output_value="token_embeddings", convert_to_numpy=False, batch_size=64)  # type: ignore[attr-defined]
+        return [s.detach().float().cpu().numpy() for s in states]
+
     def encode_bulk(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Embeddings of many texts at once (a KG's labels), under the encoder's lock, without the
         per-text cache files."""

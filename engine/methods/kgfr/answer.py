@@ -153,7 +153,7 @@ class KGFRAnswerer:
             return scored, []
         check("reading")
         mark = time.perf_counter()
-        fused, read = self.scorer.reader.fuse(scored.scores, sg, probe)
+        fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
         reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read, key=lambda r: -r[1])]

@@ -9,10 +9,10 @@ that reach it; the fused score is c + γ·(reading − best reading), applied to
 only (the others keep c). The model's own scores still feed confidence and declining (calibrated
 on them), the fused ones the ranking, the margin answer set and the evidence.
 
-The model is the sentence encoder's MiniLM (all-MiniLM-L6-v2, from its PyPI wheel) with a LoRA adapter
-on its attention (query, value) and a linear head on the first token, trained listwise: a softmax
-over a question's groups, the target spread over the groups whose reached set best matches the gold
-answers (bench/path_reader.py builds the data and trains it)."""
+The model (`PathReaderModel`) reads per-hop instructions from the question's tokens and matches each
+against that hop's relation text; it is trained listwise: a softmax over a question's groups, the
+target spread over the groups whose reached set best matches the gold answers (bench/path_reader.py
+builds the data and trains it)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ from kgqa.retrieval.relation_text import relation_description
 MAX_PATH = 3  # edges
 MAX_SEQUENCES = 400  # relation sequences followed per question (hubs of many relation types)
 MAX_GROUPS = 12  # groups read per question: those reaching the scorer's top nodes, shortest first
-MAX_TOKENS = 64
 READER_DIR = "path_reader"  # in a KGFR checkpoint folder: adapter, head and config
 ARROW = " → "
 
@@ -125,87 +124,118 @@ def groups_for(sg: Subgraph, nodes: Sequence[int], limit: int = MAX_GROUPS) -> l
 class ReaderConfig:
     weight: float  # γ
     top: int  # the scorer's top nodes re-ranked
-    lora_r: int = 8
-    lora_alpha: int = 16
-    layers: int = 4  # MiniLM's first layers kept: a pair of short texts needs few, and each costs CPU time
+
+
+def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
+    """The query rows of a path of each length: length L owns rows L(L−1)/2 … L(L−1)/2 + L − 1."""
+    start = lengths * (lengths - 1) // 2
+    return start.unsqueeze(1) + torch.arange(MAX_PATH, device=lengths.device).clamp(max=MAX_PATH - 1)
 
 
 class PathReaderModel(torch.nn.Module):
-    """MiniLM's first `layers` layers (frozen) + LoRA on query/value + a linear head on the first
-    token: (question, path) → logit."""
+    """Per-hop instructions read from the question's tokens (NSM / ReaRev style): for a path of L
+    edges, L learned queries attend over the question's contextual token vectors (MiniLM, frozen),
+    one instruction per hop, in order; each is matched against that hop's relation text vector
+    (the sentence encoder's, frozen) through a learned map; the path's score is their mean cosine,
+    scaled, plus how much the question reads like an L-hop question (a linear read of its mean token).
 
-    def __init__(self, lora_r: int = 8, lora_alpha: int = 16, layers: int = 4, dropout: float = 0.1):
+        score(q, r_1..r_L) = s · mean_i cos(M·instr_{L,i}(q), u_{r_i}) + w_L·mean_t(h_t) + b_L
+
+    The question is read once per question, the relation texts once per KG (cached): a question
+    costs one encoder pass plus a few small matrix products."""
+
+    def __init__(self, dim: int = 384):
         super().__init__()
-        from peft import LoraConfig, get_peft_model
-        from transformers import AutoModel, AutoTokenizer
+        rows = MAX_PATH * (MAX_PATH + 1) // 2
+        self.queries = torch.nn.Parameter(torch.randn(rows, dim) * 0.02)
+        self.keys = torch.nn.Linear(dim, dim, bias=False)
+        self.match = torch.nn.Linear(dim, dim, bias=False)
+        torch.nn.init.eye_(self.match.weight)
+        self.length = torch.nn.Linear(dim, MAX_PATH)
+        self.scale = torch.nn.Parameter(torch.tensor(5.0))
 
-        from kgqa.retrieval.text import minilm_path, quiet_loading
-
-        with quiet_loading():
-            base = AutoModel.from_pretrained(str(minilm_path()))
-            self.tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()))
-        base.encoder.layer = base.encoder.layer[:layers]
-        base.config.num_hidden_layers = layers
-        config = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=dropout, target_modules=["query", "value"])
-        self.encoder = get_peft_model(base, config)
-        self.head = torch.nn.Linear(base.config.hidden_size, 1)
-
-    def forward(self, questions: Sequence[str], paths: Sequence[str]) -> torch.Tensor:
-        device = self.head.weight.device
-        batch = self.tokenizer(list(questions), list(paths), padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt").to(device)
-        hidden = self.encoder(**batch).last_hidden_state[:, 0]
-        return self.head(hidden).squeeze(-1)
+    def forward(self, tokens: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """tokens [B, T, d], mask [B, T] (True: a token), relations [B, MAX_PATH, d] (unit rows, zero
+        padded), lengths [B] (1..MAX_PATH) → a score per path [B]."""
+        queries = self.queries[_instruction_rows(lengths)]  # [B, P, d]
+        logits = torch.einsum("bpd,btd->bpt", queries, self.keys(tokens)) / tokens.shape[-1] ** 0.5
+        attention = torch.softmax(logits.masked_fill(~mask.unsqueeze(1), float("-inf")), dim=-1)
+        instructions = torch.nn.functional.normalize(self.match(attention @ tokens), dim=-1)  # [B, P, d]
+        hops = torch.arange(MAX_PATH, device=tokens.device).unsqueeze(0) < lengths.unsqueeze(1)  # [B, P]
+        cosines = (instructions * relations).sum(-1) * hops
+        pooled = (tokens * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+        length_score = self.length(pooled).gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
+        return self.scale * cosines.sum(1) / lengths + length_score
 
     def save(self, folder: Path, config: ReaderConfig, meta: dict) -> None:
+        from safetensors.torch import save_file
+
         folder.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(str(folder / "lora"))
-        torch.save(self.head.state_dict(), folder / "head.pt")
-        (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, "lora_r": config.lora_r,
-                                                        "lora_alpha": config.lora_alpha, "layers": config.layers, **meta}, indent=2) + "\n")
+        save_file({k: v.detach().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors"))
+        (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, **meta}, indent=2) + "\n")
 
     @classmethod
     def load(cls, folder: Path) -> tuple["PathReaderModel", ReaderConfig]:
-        from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
         spec = json.loads((folder / "config.json").read_text())
-        config = ReaderConfig(float(spec["weight"]), int(spec["top"]), int(spec["lora_r"]), int(spec["lora_alpha"]), int(spec["layers"]))
-        model = cls(config.lora_r, config.lora_alpha, config.layers, dropout=0.0)
-        set_peft_model_state_dict(model.encoder, load_file(str(folder / "lora" / "adapter_model.safetensors")))
-        model.head.load_state_dict(torch.load(folder / "head.pt", map_location="cpu", weights_only=True))
+        model = cls()
+        model.load_state_dict(load_file(str(folder / "model.safetensors")))
         model.eval()
-        return model, config
+        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]))
+
+
+def path_inputs(token_states: Sequence[np.ndarray], paths: Sequence[Sequence[np.ndarray]], owner: Sequence[int]) -> tuple[torch.Tensor, ...]:
+    """Batch tensors for `PathReaderModel`: path j reads question `owner[j]`'s tokens and its own
+    relation vectors (one per hop)."""
+    width = max(s.shape[0] for s in token_states)
+    dim = token_states[0].shape[1]
+    tokens = torch.zeros(len(token_states), width, dim)
+    mask = torch.zeros(len(token_states), width, dtype=torch.bool)
+    for i, s in enumerate(token_states):
+        tokens[i, : s.shape[0]] = torch.from_numpy(s)
+        mask[i, : s.shape[0]] = True
+    relations = torch.zeros(len(paths), MAX_PATH, dim)
+    for j, hops in enumerate(paths):
+        relations[j, : len(hops)] = torch.from_numpy(np.stack(hops))
+    index = torch.as_tensor(owner, dtype=torch.long)
+    lengths = torch.as_tensor([len(h) for h in paths], dtype=torch.long)
+    return tokens[index], mask[index], relations, lengths
 
 
 class PathReader:
-    """The trained reader of a checkpoint, shared by the threads of a process (one forward at a time)."""
+    """The trained reader of a checkpoint, shared by the threads of a process."""
 
     def __init__(self, folder: Path):
         self.model, self.config = PathReaderModel.load(folder)
         self._lock = threading.Lock()
 
-    def read(self, sg: Subgraph, probe: str, nodes: Sequence[int]) -> tuple[dict[int, float], list[tuple[str, float]]]:
-        """Each of `nodes` → its best group logit (nodes no group reaches are left out), and each
-        group's text with its logit (the evidence)."""
+    def read(self, sg: Subgraph, probe: str, nodes: Sequence[int], encoder) -> tuple[dict[int, float], list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
+        """Each of `nodes` → its best group score (nodes no group reaches are left out), and each
+        group's text with its score (the evidence)."""
         groups = groups_for(sg, nodes, MAX_GROUPS)
         if not groups:
             return {}, []
-        texts = [verbalise(sg, seq) for seq, _ in groups]
+        texts = [[relation_description(sg.relation_labels[t // 2], bool(t % 2)) for t in seq] for seq, _ in groups]
+        vocabulary = sorted({t for hops in texts for t in hops})
+        vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
+        [states] = encoder.token_states([probe])
+        inputs = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
         with self._lock, torch.inference_mode():
-            logits = self.model([probe] * len(texts), texts).float().tolist()
+            scores = self.model(*inputs).float().tolist()
         best: dict[int, float] = {}
-        wanted = set(nodes)
-        for (_, ends), logit in zip(groups, logits):
+        for (_, ends), score in zip(groups, scores):
             for node in ends.tolist():
-                if node in wanted and logit > best.get(node, -np.inf):
-                    best[node] = logit
-        return best, list(zip(texts, logits))
+                if score > best.get(node, -np.inf):
+                    best[node] = score
+        return best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)]
 
-    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str) -> tuple[torch.Tensor, list[tuple[str, float]]]:
-        """c + γ·(reading − best reading) on the top nodes by c; a top node no group reaches gets the worst reading."""
+    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder) -> tuple[torch.Tensor, list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
+        """c + γ·(reading − best reading) on the top nodes by c; a top node no group reaches, and every
+        node beyond the top, gets the worst reading."""
         finite = torch.isfinite(scores)
         order = [int(i) for i in torch.argsort(scores, descending=True)[: self.config.top] if finite[i]]
-        best, read = self.read(sg, probe, order)
+        best, read = self.read(sg, probe, order, encoder)
         if not best:
             return scores, read
         top_reading, worst = max(best.values()), min(best.values())
