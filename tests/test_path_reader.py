@@ -65,8 +65,8 @@ def reader_with(reading: dict[str, float], weight: float, top: int) -> PathReade
     def read(sg, probe, nodes, encoder):  # type: ignore[no-untyped-def]
         best: dict[int, float] = {}
         read = []
-        for seq, ends in groups_for(sg, nodes):
-            score = reading.get(verbalise(sg, seq), 0.0)
+        for seq, ends in (groups_for(sg, nodes) if nodes is not None else path_groups(sg).items()):
+            score = reading.get(verbalise(sg, seq), -1.0)
             read.append((verbalise(sg, seq), score))
             for node in ends.tolist():
                 best[node] = max(best.get(node, -1e9), score)
@@ -76,7 +76,7 @@ def reader_with(reading: dict[str, float], weight: float, top: int) -> PathReade
     return reader
 
 
-def test_fusion_lets_the_reading_overturn_the_scorer_within_its_top_nodes(subgraph):
+def test_fusion_lets_the_reading_overturn_the_scorer(subgraph):
     sg = subgraph
     index = {label: i for i, label in enumerate(sg.node_labels)}
     scores = torch.full((sg.num_nodes,), -5.0)
@@ -89,8 +89,12 @@ def test_fusion_lets_the_reading_overturn_the_scorer_within_its_top_nodes(subgra
     best = int(torch.argmax(fused))
     assert sg.node_labels[best] == "Juarez" and fused[index["Dr. Socrates"]] > fused[index["William Dieterle"]]
     assert ("directed by → directed", 2.0) in read and fused[index["Kismet"]] == float("-inf")
-    # a node beyond the top is ranked as the worst reading, so it cannot jump over the ones read
+    # a node the scorer put far below, on a path the question does not read, stays below
     assert all(fused[i] <= fused[index["William Dieterle"]] for i in range(sg.num_nodes) if sg.node_labels[i] not in ("Juarez", "Dr. Socrates", "William Dieterle"))
+    # and one it put low, on the path the question reads, comes up with the rest of that path's ends
+    scores[index["Juarez"]] = -0.5  # below Dieterle and Dr. Socrates
+    fused, _ = reader_with(reading, weight=2.0, top=1).fuse(scores, sg, "q", None)
+    assert fused[index["Juarez"]] > fused[index["William Dieterle"]]
     # weight 0: the scorer's order
     unchanged, _ = reader_with(reading, weight=0.0, top=3).fuse(scores, sg, "q", None)
     assert int(torch.argmax(unchanged)) == index["William Dieterle"]

@@ -30,7 +30,9 @@ from kgqa.retrieval.relation_text import relation_description
 
 MAX_PATH = 3  # edges
 MAX_SEQUENCES = 400  # relation sequences followed per question (hubs of many relation types)
-MAX_GROUPS = 12  # groups read per question: those reaching the scorer's top nodes, shortest first
+MAX_GROUPS = 24  # groups read per question: those reaching the scorer's top nodes, shortest first
+MAX_GROUPS_ALL = 256  # groups read per question when every group of the subgraph is read, shortest first
+FULL_READ_EDGES = 20_000  # up to this many edges, every group of the subgraph is read (MetaQA: ~5 ms)
 READER_DIR = "path_reader"  # in a KGFR checkpoint folder: adapter, head and config
 ARROW = " → "
 
@@ -210,10 +212,13 @@ class PathReader:
         self.model, self.config = PathReaderModel.load(folder)
         self._lock = threading.Lock()
 
-    def read(self, sg: Subgraph, probe: str, nodes: Sequence[int], encoder) -> tuple[dict[int, float], list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
-        """Each of `nodes` → its best group score (nodes no group reaches are left out), and each
-        group's text with its score (the evidence)."""
-        groups = groups_for(sg, nodes, MAX_GROUPS)
+    def read(self, sg: Subgraph, probe: str, nodes: Sequence[int] | None, encoder) -> tuple[dict[int, float], list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
+        """Each node a group reaches → its best group score, and each group's text with its score (the
+        evidence). `nodes`: only the groups reaching these (None: every group of the subgraph)."""
+        if nodes is None:
+            groups = sorted(path_groups(sg, min(MAX_PATH, max(1, sg.hops))).items(), key=lambda g: (len(g[0]), g[0]))[:MAX_GROUPS_ALL]
+        else:
+            groups = groups_for(sg, nodes, MAX_GROUPS)
         if not groups:
             return {}, []
         texts = [[relation_description(sg.relation_labels[t // 2], bool(t % 2)) for t in seq] for seq, _ in groups]
@@ -230,16 +235,21 @@ class PathReader:
                     best[node] = score
         return best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)]
 
-    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder) -> tuple[torch.Tensor, list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
-        """c + γ·(reading − best reading) on the top nodes by c; a top node no group reaches, and every
-        node beyond the top, gets the worst reading."""
+    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None) -> tuple[torch.Tensor, list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
+        """c + γ·(reading − best reading) for every node a group reaches — so that the path the
+        question reads can bring in answers the scorer ranked low (it may put the path's middle
+        entities, say every director, above every film) — and c + γ·(worst − best) for the rest.
+        On a subgraph of more than FULL_READ_EDGES edges only the groups reaching the scorer's top
+        nodes are read (walking them all costs too much there)."""
+        weight = self.config.weight if weight is None else weight
         finite = torch.isfinite(scores)
         order = [int(i) for i in torch.argsort(scores, descending=True)[: self.config.top] if finite[i]]
-        best, read = self.read(sg, probe, order, encoder)
+        best, read = self.read(sg, probe, None if sg.num_edges <= FULL_READ_EDGES else order, encoder)
         if not best:
             return scores, read
         top_reading, worst = max(best.values()), min(best.values())
-        fused = scores + self.config.weight * (worst - top_reading)  # beyond the top: the worst reading
-        for node in order:
-            fused[node] = scores[node] + self.config.weight * (best.get(node, worst) - top_reading)
+        fused = scores + weight * (worst - top_reading)
+        for node, reading in best.items():
+            if finite[node]:
+                fused[node] = scores[node] + weight * (reading - top_reading)
         return fused, read
