@@ -65,7 +65,7 @@ def reader_with(reading: dict[str, float], weight: float, top: int) -> PathReade
     def read(sg, probe, nodes, encoder):  # type: ignore[no-untyped-def]
         best: dict[int, float] = {}
         read = []
-        for seq, ends in (groups_for(sg, nodes) if nodes is not None else path_groups(sg).items()):
+        for seq, ends in groups_for(sg, nodes):
             score = reading.get(verbalise(sg, seq), -1.0)
             read.append((verbalise(sg, seq), score))
             for node in ends.tolist():

