@@ -1,20 +1,26 @@
 """Data, training and evaluation of KGFR's path reader (kgqa.methods.kgfr.path_reader).
 
-    python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N]
-    python bench/path_reader.py train --data DATA.jsonl... --out DIR [--time-budget MIN] [--epochs N]
+    python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N] [--lacking]
+    python bench/path_reader.py train --data DATA.jsonl... --out DIR [--time-budget MIN] [--epochs N] [--init DIR]
     python bench/path_reader.py eval --store URL --kg NAME --qa FILE[:HOP]... --reader DIR [--per-file N] [--topics gold|linked]
 
 `build` retrieves each question's subgraph as kgfr does (bundled checkpoint's hops and λ; gold topics),
 scores it with the bundled KGFR, and writes one JSON line per question: the masked question, the
 texts of the relation-path groups that reach KGFR's top nodes (what the reader will see at question
 time), and each group's target: 1 for the groups whose reached set best matches the gold answers
-(F1), else 0. Questions whose answers no group reaches are left out (counted).
+(F1), else 0. Questions whose answers no group reaches are left out (counted). With --lacking the
+questions are ones the KG cannot answer (bench/lacking_questions.py): every target is 0, the row is
+marked "answerable": false, and the groups are those the reader reads at question time (every group
+of a subgraph of up to FULL_READ_EDGES edges, else those reaching the top nodes), shortest first.
 
-`train` trains the reader listwise (softmax over a question's groups, cross-entropy with the target
-spread evenly over its best groups) on the CPU, in steps of --batch questions, from the frozen
+`train` trains the reader listwise (softmax over a question's groups and its "no path reads it"
+option, cross-entropy with the target spread evenly over its best groups, or on that option for an
+unanswerable question) on the CPU, in steps of --batch questions, from the frozen
 encoder's vectors computed once (each question's tokens, each relation text); it keeps in DIR the
-epoch with the best validation accuracy (the best group ranked first), stops after --epochs or when
---time-budget (minutes) has run out, and goes on from DIR when run again. Every tenth question of each data
+epoch with the best validation accuracy (a best group ranked first, or for an unanswerable question
+the "no path" option), stops after --epochs or when
+--time-budget (minutes) has run out, and goes on from DIR when run again (--init DIR2: starts from
+another reader's weights instead). Every tenth question of each data
 file is validation, never trained on.
 
 `eval` answers the questions with the bundled KGFR alone and fused with the reader for each γ of
@@ -36,7 +42,7 @@ import torch
 
 from kgqa.loaders.qa import read_qa
 from kgqa.methods.kgfr.confidence import gold_probe, relation_probe
-from kgqa.methods.kgfr.path_reader import ARROW, MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, path_inputs, verbalise
+from kgqa.methods.kgfr.path_reader import ARROW, FULL_READ_EDGES, MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, path_inputs, verbalise
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.linking import link_or_resolve
 from kgqa.retrieval.store_url import open_store
@@ -95,6 +101,15 @@ def build(args) -> None:  # type: ignore[no-untyped-def]
                 probe = gold_probe(ex.question, list(ex.topics))
                 scores = kgfr.scorer.score(sg, ex.question, None, probe).scores
                 top = [int(i) for i in torch.argsort(scores, descending=True)[:TOP] if torch.isfinite(scores[i])]
+                if args.lacking:
+                    groups = groups_for(sg, None if sg.num_edges <= FULL_READ_EDGES else top, MAX_GROUPS)
+                    if groups:
+                        out.write(json.dumps({"q": probe, "file": spec, "qid": ex.qid, "paths": [verbalise(sg, seq) for seq, _ in groups],
+                                              "target": [0.0] * len(groups), "answerable": False}) + "\n")
+                        written += 1
+                    else:
+                        missing += 1
+                    continue
                 gold = {i for i, label in enumerate(sg.node_labels) if label in set(ex.answers)}
                 groups = groups_for(sg, top + sorted(gold), MAX_GROUPS * 2)
                 quality = [f1(set(ends.tolist()), gold) for _, ends in groups]
@@ -144,14 +159,17 @@ class Features:
         self.relations = dict(zip(texts, encoder.encode(texts)))
         log(f"... and of {len(texts)} relation texts")
 
-    def batch(self, rows: list[dict]) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
+    def batch(self, rows: list[dict]) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor], list[int]]:
+        """The model's inputs for the rows' paths, each row's targets over its paths and then its "no
+        path" option, and the index of each row's first path (its question's tokens)."""
         states = [self.tokens[r["q"]].astype(np.float32) for r in rows]
-        paths, owner, targets = [], [], []
+        paths, owner, targets, first = [], [], [], []
         for i, r in enumerate(rows):
+            first.append(len(paths))
             paths += [[self.relations[h] for h in p.split(ARROW)] for p in r["paths"]]
             owner += [i] * len(r["paths"])
-            targets.append(torch.tensor(r["target"]))
-        return path_inputs(states, paths, owner), targets
+            targets.append(torch.tensor([*r["target"], 0.0 if r.get("answerable", True) else 1.0]))
+        return path_inputs(states, paths, owner), targets, first
 
 
 def _chunked(fn, items: list, size: int = 256) -> list:  # type: ignore[no-untyped-def]
@@ -161,30 +179,39 @@ def _chunked(fn, items: list, size: int = 256) -> list:  # type: ignore[no-untyp
     return out
 
 
-def listwise_loss(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor]) -> torch.Tensor:
+def _options(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor], first: list[int]) -> list[torch.Tensor]:
+    """Each question's scores: its paths', then its "no path" option's."""
     scores = model(*inputs)
-    loss, start = 0.0, 0
-    for target in targets:
-        part = scores[start : start + len(target)]
+    no_path = model.no_path(inputs[0][first], inputs[1][first])
+    out, start = [], 0
+    for i, target in enumerate(targets):
+        out.append(torch.cat([scores[start : start + len(target) - 1], no_path[i : i + 1]]))
+        start += len(target) - 1
+    return out
+
+
+def listwise_loss(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor], first: list[int]) -> torch.Tensor:
+    loss = 0.0
+    for part, target in zip(_options(model, inputs, targets, first), targets):
         loss = loss - (torch.log_softmax(part, 0) * target / target.sum()).sum()
-        start += len(target)
     return loss / len(targets)
 
 
-def accuracy(model: PathReaderModel, features: Features, rows: list[dict], batch: int) -> float:
+def accuracy(model: PathReaderModel, features: Features, rows: list[dict], batch: int) -> dict[str, float]:
+    """The share of answerable questions whose top option is a best group, and of unanswerable ones
+    whose top option is "no path"; "all" over both."""
     model.eval()
-    right = 0
+    right = {True: 0, False: 0}
     with torch.inference_mode():
         for i in range(0, len(rows), batch):
-            inputs, targets = features.batch(rows[i : i + batch])
-            scores = model(*inputs).tolist()
-            start = 0
-            for target in targets:
-                part = scores[start : start + len(target)]
-                right += float(target[int(np.argmax(part))]) == 1.0
-                start += len(target)
+            part = rows[i : i + batch]
+            inputs, targets, first = features.batch(part)
+            for row, options, target in zip(part, _options(model, inputs, targets, first), targets):
+                right[row.get("answerable", True)] += float(target[int(torch.argmax(options))]) == 1.0
     model.train()
-    return right / max(1, len(rows))
+    counts = {kind: sum(r.get("answerable", True) == kind for r in rows) for kind in (True, False)}
+    return {"answerable": right[True] / max(1, counts[True]), "unanswerable": right[False] / max(1, counts[False]) if counts[False] else None,
+            "all": (right[True] + right[False]) / max(1, len(rows))}
 
 
 def train(args) -> None:  # type: ignore[no-untyped-def]
@@ -196,21 +223,25 @@ def train(args) -> None:  # type: ignore[no-untyped-def]
     model = PathReaderModel()
     state = {"epoch": 0, "history": []}
     if (out / "config.json").exists():
-        loaded, _ = PathReaderModel.load(out)
-        model.load_state_dict(loaded.state_dict())
+        model, _ = PathReaderModel.load(out)
         state = json.loads((out / "config.json").read_text()).get("training", state)
         log(f"resumed from {out}: epoch {state['epoch']}")
+    elif args.init:
+        model, _ = PathReaderModel.load(Path(args.init))
+        state["init"] = args.init
+        log(f"starting from {args.init}'s weights")
+    lacking = any(not r.get("answerable", True) for r in rows)
     model.train()
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     deadline = time.time() + 60 * args.time_budget if args.time_budget else None
-    best = {"val_accuracy": -1.0}
+    best = {"val_accuracy": state.get("val_accuracy", -1.0)}
 
-    def save(accuracy_now: float) -> None:
-        state["history"].append({"epoch": state["epoch"], "val_accuracy": accuracy_now})
-        if accuracy_now > best["val_accuracy"]:
-            best["val_accuracy"] = state["val_accuracy"] = accuracy_now
-            model.save(out, ReaderConfig(args.weight, TOP), {"training": state, "data": args.data})
-        log(f"epoch {state['epoch']}: validation accuracy (best group first) {accuracy_now:.3f} (best {best['val_accuracy']:.3f})")
+    def save(accuracy_now: dict[str, float]) -> None:
+        state["history"].append({"epoch": state["epoch"], "val_accuracy": accuracy_now["all"], **accuracy_now})
+        if accuracy_now["all"] > best["val_accuracy"]:
+            best["val_accuracy"] = state["val_accuracy"] = accuracy_now["all"]
+            model.save(out, ReaderConfig(args.weight, TOP, lacking), {"training": state, "data": args.data})
+        log(f"epoch {state['epoch']}: validation accuracy {accuracy_now} (best {best['val_accuracy']:.3f})")
 
     rng = random.Random(args.seed)
     while state["epoch"] < args.epochs:
@@ -282,6 +313,7 @@ def main() -> int:
     b.add_argument("--per-file", type=int, default=None)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--part", choices=("train", "held-out", "all"), default="train")
+    b.add_argument("--lacking", action="store_true", help="the questions have no answer in the KG (bench/lacking_questions.py)")
     t = sub.add_parser("train")
     t.add_argument("--data", nargs="+", required=True)
     t.add_argument("--out", required=True)
@@ -291,6 +323,7 @@ def main() -> int:
     t.add_argument("--groups", type=int, default=12, help="groups per question in a step: its best ones, then the others in order")
     t.add_argument("--weight", type=float, default=1.0, help="γ written into the reader's config (choose it with eval)")
     t.add_argument("--time-budget", type=float, default=None, help="minutes")
+    t.add_argument("--init", default=None, help="a reader folder to start from (not resumed: its training state is not kept)")
     t.add_argument("--seed", type=int, default=0)
     e = sub.add_parser("eval")
     e.add_argument("--store", required=True)

@@ -89,6 +89,35 @@ class Neo4jStore:
         if self._own_driver:
             self._driver.close()
 
+    def explain(self, text: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], str | None]:
+        """A query written elsewhere (text2query), planned and not run: (its query type — "r" read
+        only, "rw", "w", "s" schema —, its plan as the driver gives it, the database it would run on).
+        Neo4jError when the server cannot plan it (the caller refuses it with the server's words)."""
+        self.round_trips += 1
+        with self._driver.session(database=self.target.database, default_access_mode=neo4j.READ_ACCESS) as session:
+            summary = session.run(neo4j.Query("EXPLAIN " + text, timeout=self.target.timeout_s), params).consume()  # type: ignore[arg-type]
+        database = getattr(summary, "database", None)
+        return summary.query_type or "", dict(summary.plan or {}), database
+
+    def read_rows(self, text: str, params: dict[str, Any], limit: int) -> list[Record]:
+        """At most `limit` rows of a checked query (text2query), in a READ-access session with the
+        store's transaction timeout; the rest of the result is discarded, so the server stops."""
+        self.round_trips += 1
+        query = neo4j.Query(text, timeout=self.target.timeout_s)  # type: ignore[arg-type]
+        rows: list[Record] = []
+        try:
+            with self._driver.session(database=self.target.database, default_access_mode=neo4j.READ_ACCESS,
+                                      fetch_size=limit + 1) as session:
+                result = session.run(query, params)
+                keys = result.keys()
+                for record in result:
+                    if len(rows) == limit:
+                        break
+                    rows.append(dict(zip(keys, record.values())))
+        except Neo4jError as exc:
+            raise explain(exc, "text2query", self.target) from exc
+        return rows
+
     def resolve(self, labels: Sequence[str]) -> dict[str, list[LinkedEntity]]:
         return resolved(
             labels,

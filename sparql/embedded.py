@@ -51,6 +51,15 @@ class EmbeddedStore(SparqlReader):
         found = {q.subject for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, meta) if isinstance(q.subject, ox.NamedNode)}
         return sorted(found, key=lambda node: node.value)
 
+    def select_asked(self, query: str) -> list[Row] | bool:
+        graphs = [ox.NamedNode(self.ns.data_graph), ox.NamedNode(self.ns.meta_graph)]
+        self.round_trips += 1
+        solutions = self._store.query(query, default_graph=graphs, named_graphs=graphs)
+        if isinstance(solutions, ox.QueryBoolean):
+            return bool(solutions)
+        names = [v.value for v in solutions.variables]
+        return [{n: t.value for n, t in zip(names, solution) if t is not None} for solution in solutions]
+
     def _execute(self, name: str, query: str) -> list[Row]:
         solutions = self._store.query(query)
         names = [v.value for v in solutions.variables]

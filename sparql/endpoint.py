@@ -14,6 +14,7 @@ reveal Virtuoso's silent truncation (`X-SPARQL-MaxRows`) and partial results on 
 from __future__ import annotations
 
 import csv
+import json
 import http.client
 import io
 import logging
@@ -316,6 +317,27 @@ class SparqlEndpointStore(SparqlReader):
         if self.server_timeout_ms is None and self.is_virtuoso:
             return max(1000, int(self._http.timeout - 3) * 1000)
         return self.server_timeout_ms
+
+    def select_asked(self, query: str) -> list[Row] | bool:
+        graphs = [self.ns.data_graph, self.ns.meta_graph]
+        form = [("query", query), *[("default-graph-uri", g) for g in graphs], *[("named-graph-uri", g) for g in graphs]]
+        server_ms = self._server_ms()
+        if server_ms is not None:
+            form.append(("timeout", str(server_ms)))
+        self.round_trips += 1
+        status, headers, payload = self._http.post("", urlencode(form).encode(), "application/x-www-form-urlencoded",
+                                                   "application/sparql-results+json")
+        if status != 200:
+            raise EndpointError(f"SPARQL endpoint {self.url} answered HTTP {status}: {payload[:300].decode(errors='replace')}")
+        if headers.get("x-sql-state") == "S1TAT":
+            raise EndpointError(f"{self.url} hit its time limit and returned partial results (X-SQL-State: S1TAT)")
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            raise EndpointError(f"{self.url} answered {headers.get('content-type') or 'no Content-Type'}, not SPARQL JSON results") from None
+        if "boolean" in data:
+            return bool(data["boolean"])
+        return [{var: cell["value"] for var, cell in binding.items()} for binding in data.get("results", {}).get("bindings", [])]
 
     def _execute(self, name: str, query: str, server_stop: bool = True) -> list[Row]:
         """`server_stop`: send Virtuoso its `timeout` (see `__init__`)."""

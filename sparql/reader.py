@@ -56,6 +56,12 @@ class SparqlReader:
     def _execute(self, name: str, query: str) -> list[Row]:
         raise NotImplementedError
 
+    def select_asked(self, query: str) -> list[Row] | bool:
+        """A checked query written elsewhere (text2query) over this KG's graphs only: its data and meta
+        graphs are the default graph and the only named graphs, whatever the query's own FROM says
+        (the protocol's dataset wins). Rows of strings (IRIs as written), or ASK's answer."""
+        raise NotImplementedError
+
     def _select(self, name: str, **terms: escape.SparqlTerm) -> list[Row]:
         self.round_trips += 1
         return self._execute(name, render(name, **self._graphs, **terms))

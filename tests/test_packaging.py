@@ -40,6 +40,10 @@ files += sorted(  # a LoRA adapter sits one folder deeper
     f"kgqa.methods.grasp/checkpoints/{d.name}/lora/{f.name}"
     for d in (resources.files("kgqa.methods.grasp") / "checkpoints").iterdir() if d.is_dir() and (d / "lora").is_dir() for f in (d / "lora").iterdir()
 )
+files += sorted(  # the path reader too
+    f"kgqa.methods.kgfr/checkpoints/{d.name}/path_reader/{f.name}"
+    for d in (resources.files("kgqa.methods.kgfr") / "checkpoints").iterdir() if d.is_dir() and (d / "path_reader").is_dir() for f in (d / "path_reader").iterdir()
+)
 files += sorted(f"kgqa.methods.glow/patterns/{f.name}" for f in (resources.files("kgqa.methods.glow") / "patterns").iterdir() if f.suffix == ".json")
 print(json.dumps({"origin": kgqa.__file__, "modules": mods, "files": files}))
 """

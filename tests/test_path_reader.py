@@ -9,7 +9,7 @@ import torch
 from conftest import store_from_lines
 
 from kgqa.core.namespace import KGNamespace
-from kgqa.methods.kgfr.path_reader import PathReader, PathReaderModel, ReaderConfig, groups_for, path_groups, path_inputs, verbalise
+from kgqa.methods.kgfr.path_reader import PathReader, PathReaderModel, Reading, ReaderConfig, groups_for, path_groups, path_inputs, verbalise
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.store_url import open_store
 
@@ -70,7 +70,7 @@ def reader_with(reading: dict[str, float], weight: float, top: int) -> PathReade
             read.append((verbalise(sg, seq), score))
             for node in ends.tolist():
                 best[node] = max(best.get(node, -1e9), score)
-        return best, read
+        return Reading(best, read)
 
     reader.read = read  # type: ignore[method-assign]
     return reader
@@ -88,7 +88,7 @@ def test_fusion_lets_the_reading_overturn_the_scorer(subgraph):
     fused, read = reader_with(reading, weight=2.0, top=3).fuse(scores, sg, "what else did the director of something make", None)
     best = int(torch.argmax(fused))
     assert sg.node_labels[best] == "Juarez" and fused[index["Dr. Socrates"]] > fused[index["William Dieterle"]]
-    assert ("directed by → directed", 2.0) in read and fused[index["Kismet"]] == float("-inf")
+    assert ("directed by → directed", 2.0) in read.groups and fused[index["Kismet"]] == float("-inf")
     # a node the scorer put far below, on a path the question does not read, stays below
     assert all(fused[i] <= fused[index["William Dieterle"]] for i in range(sg.num_nodes) if sg.node_labels[i] not in ("Juarez", "Dr. Socrates", "William Dieterle"))
     # and one it put low, on the path the question reads, comes up with the rest of that path's ends
@@ -130,3 +130,46 @@ def test_paths_read_the_question_by_hop_in_order_and_a_saved_reader_scores_the_s
     loaded, config = PathReaderModel.load(tmp_path / "reader")
     assert config == ReaderConfig(1.5, 7)
     assert torch.allclose(loaded(tokens, mask, relations, lengths), scores, atol=1e-6)
+
+
+class RandomEncoder:
+    """Stands in for MiniLM: a fixed random unit vector per text, random token states."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def encode(self, texts):  # type: ignore[no-untyped-def]
+        for t in texts:
+            if t not in self.vectors:
+                v = self.rng.normal(size=384).astype(np.float32)
+                self.vectors[t] = v / np.linalg.norm(v)
+        return np.stack([self.vectors[t] for t in texts])
+
+    def token_states(self, texts):  # type: ignore[no-untyped-def]
+        return [self.rng.normal(size=(6, 384)).astype(np.float32) for _ in texts]
+
+
+def test_the_no_path_option_is_read_only_from_a_reader_trained_for_it(tmp_path, subgraph):
+    from safetensors.torch import save_file
+
+    model = PathReaderModel()
+    with torch.no_grad():
+        model.lacks.weight.zero_()
+        model.lacks.bias.fill_(3.0)
+    model.save(tmp_path / "trained", ReaderConfig(1.0, 5, reads_lacking=True), {})
+    reader = PathReader(tmp_path / "trained")
+    assert reader.config.reads_lacking
+    reading = reader.read(subgraph, "what else did the director of something make", None, RandomEncoder())
+    assert reading.groups and reading.lacking == pytest.approx(3.0 - max(score for _, score in reading.groups), abs=1e-4)
+    # the same weights saved as a reader not trained with unanswerable questions: no signal
+    model.save(tmp_path / "untrained", ReaderConfig(1.0, 5), {})
+    assert PathReader(tmp_path / "untrained").read(subgraph, "q", None, RandomEncoder()).lacking is None
+    # a reader saved before the option existed loads, and reads no signal even if its config says so
+    old = {k: v for k, v in model.state_dict().items() if not k.startswith("lacks.")}
+    save_file(old, str(tmp_path / "trained" / "model.safetensors"))
+    assert not PathReader(tmp_path / "trained").config.reads_lacking
+    # a file of other weights is refused by name
+    save_file({"queries": torch.zeros(6, 384)}, str(tmp_path / "trained" / "model.safetensors"))
+    with pytest.raises(ValueError, match="trained/model.safetensors: not a path reader"):
+        PathReader(tmp_path / "trained")

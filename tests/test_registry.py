@@ -21,7 +21,7 @@ TESTS = Path(__file__).resolve().parent
 
 
 def test_each_method_declares_typed_checked_options_and_a_bound():
-    assert REGISTRY.names == ("kgfr", "lmp", "rapl", "glow", "grasp", "llm-only", "llm-only-cot")
+    assert REGISTRY.names == ("kgfr", "lmp", "rapl", "glow", "grasp", "text2query", "llm-only", "llm-only-cot")
     lmp = REGISTRY.get("lmp")
     assert lmp.needs_llm == "yes" and REGISTRY.get("kgfr").needs_llm == "optional"
     assert lmp.make_options({"width": 4}).width == 4 and lmp.make_options().depth == 2

@@ -88,3 +88,32 @@ def test_names_written_with_underscores_or_camel_case_link_when_spaced(tmp_path)
     assert [t.entity.label for t in link(store, "which region is western europe located in?").topics] == ["western_europe"]
     assert [t.entity.label for t in link(store, "where is New Caledonia?").topics] == ["NewCaledonia"]
     assert [t.entity.label for t in link(store, "where is new caledonia?").topics] == ["NewCaledonia"]
+
+
+def test_questions_the_kg_lacks_ask_foreign_relations_of_the_right_kind_of_entity(tmp_path):
+    from conftest import store_from_lines
+
+    from kgqa.eval.synth.lacking import foreign_relations, lacking_questions
+    from kgqa.retrieval.store_url import open_store
+    from kgqa.retrieval.text import TextEncoder
+
+    films = [f"Film Number {i}" for i in range(12)]
+    people = [f"Person Number {i}" for i in range(6)]
+    lines = [f"{film}|directed_by|{people[i % 6]}" for i, film in enumerate(films)]
+    lines += [f"{film}|release_year|{1950 + i}" for i, film in enumerate(films)]
+    lines += [f"{person}|born_in|Paris" for person in people]
+    store = open_store(store_from_lines(tmp_path, "films", lines), "films")
+    encoder = TextEncoder()
+    candidates = ["/film/film/directed_by", "/film/film/produced_by", "/film/film/music", "/people/person/born_in", "has_imdb_rating"]
+    closest = foreign_relations(store, candidates, encoder)
+    # the same words as a relation of the KG (under another prefix) are not foreign
+    assert "/film/film/directed_by" not in closest and "/people/person/born_in" not in closest
+    assert {"/film/film/produced_by", "has_imdb_rating"} <= set(closest) and set(closest.values()) <= {"directed_by", "release_year", "born_in"}
+    questions = lacking_questions(store, candidates, 20, encoder, seed=3)
+    assert len(questions) == 20 and questions == lacking_questions(store, candidates, 20, encoder, seed=3)
+    assert all(q.shape == "lacking" and q.answers == () and q.hop == 1 and len(q.topics) == 1 for q in questions)
+    assert {q.path[0] for q in questions} == set(closest)
+    # a film relation is asked of films (the subjects of the KG's closest relation), never of a year or a city
+    produced = [q for q in questions if q.path[0] == "/film/film/produced_by"]
+    assert produced and all(q.topics[0].lower() in {f.lower() for f in films} for q in produced)
+    assert lacking_questions(store, ["/film/film/directed_by"], 5, encoder) == []

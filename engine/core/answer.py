@@ -82,6 +82,7 @@ class Evidence:
     path_edges: list[list[dict[str, str]]] = field(default_factory=list)  # the paths as {head, relation, tail} hops
     outline: str | None = None  # LMP's topological readout
     reading: list[dict[str, Any]] = field(default_factory=list)  # KGFR's path reader: each relation path read, with its score, best first
+    queries: list[dict[str, Any]] = field(default_factory=list)  # text2query: each written query, its verdict (ran/refused/failed/no rows) and rows
 
 
 @dataclass

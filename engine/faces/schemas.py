@@ -70,6 +70,7 @@ class EvidenceSchema(BaseModel):
     path_edges: list[list[dict[str, str]]]
     outline: str | None
     reading: list[dict[str, Any]] = Field(default_factory=list, description="KGFR's path reader: each relation path from a topic it read, with its score, best first")
+    queries: list[dict[str, Any]] = Field(default_factory=list, description="text2query: each query the LLM wrote (language, text, verdict: ran / refused / failed / no rows, the rule or error, rows read)")
 
 
 class LLMCallSchema(BaseModel):

@@ -9,6 +9,7 @@ from kgqa.methods.kgfr import METHOD as KGFR
 from kgqa.methods.llm_only import COT_METHOD as LLM_ONLY_COT, IO_METHOD as LLM_ONLY
 from kgqa.methods.lmp import METHOD as LMP
 from kgqa.methods.rapl import METHOD as RAPL
+from kgqa.methods.text2query import METHOD as TEXT2QUERY
 from kgqa.methods.registry import Method, MethodContext, Registry, Runner
 
 remove_generated_modules_at_exit()  # the files PyG writes for the layers' propagate
@@ -19,6 +20,7 @@ REGISTRY = Registry([
     RAPL,
     GLOW,
     GRASP,
+    TEXT2QUERY,
     LLM_ONLY,
     LLM_ONLY_COT,
 ])

@@ -124,13 +124,13 @@ class KGFRAnswerer:
         probe = relation_probe(question, topic_info)
         scored = self.scorer.score(sg, question, self.descriptions, probe)
         seconds["score"] = time.perf_counter() - mark
-        ranked, reading = self.read(sg, scored, probe, seconds)
+        ranked, reading, lacking = self.read(sg, scored, probe, seconds)
         mark = time.perf_counter()
         candidates = self.evidence(sg, ranked)
         seconds["evidence"] = time.perf_counter() - mark
         emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
         answers = self.margin_answers(candidates)
-        found = signals(scored.scores, self.margin, scored.relation_match, topic_info, sg.num_nodes)
+        found = signals(scored.scores, self.margin, scored.relation_match, topic_info, sg.num_nodes, lacking)
         confidence, answerability = self.confidence(found)
         declined = None
         if not candidates:
@@ -145,19 +145,21 @@ class KGFRAnswerer:
         return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg, confidence, declined, found,
                           answerability, reading)
 
-    def read(self, sg: Subgraph, scored: Scored, probe: str, seconds: dict[str, float] | None = None) -> tuple[Scored, list[dict[str, float | str]]]:
+    def read(self, sg: Subgraph, scored: Scored, probe: str,
+             seconds: dict[str, float] | None = None) -> tuple[Scored, list[dict[str, float | str]], float | None]:
         """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
-        it has one (kgfr/path_reader.py), and the groups it read (best first). Confidence and declining
-        keep reading the model's own scores, which their calibration was fitted on."""
+        it has one (kgfr/path_reader.py), the groups it read (best first), and how far its "no path
+        reads it" beats the best group (None without such a reader). Confidence and declining keep
+        reading the model's own scores, which their calibration was fitted on, and that last number."""
         if self.scorer.reader is None:
-            return scored, []
+            return scored, [], None
         check("reading")
         mark = time.perf_counter()
         fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
-        reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read, key=lambda r: -r[1])]
-        return replace(scored, scores=fused), reading
+        reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])]
+        return replace(scored, scores=fused), reading, read.lacking
 
     def confidence(self, found: dict[str, float]) -> tuple[float | None, float | None]:
         """(confidence, answerability): the calibrated probabilities that the top answer is right and

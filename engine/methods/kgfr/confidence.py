@@ -27,14 +27,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kgqa.methods.kgfr.path_reader import READER_DIR
 from kgqa.methods.kgfr.text_prior import VOCABULARY_FILE
 from kgqa.retrieval.relation_text import TOPIC_MASK
 
 CALIBRATION_FILE = "calibration.json"
 FORMAT = 2  # calibration.json's layout; files of another layout are ignored with a warning
 log = logging.getLogger(__name__)
-FEATURES = ("top_probability", "answer_mass", "gap", "top_logit", "relation_match", "link_strength", "lone_word_link", "log_nodes")
-ANSWERABILITY_FEATURES = ("relation_match", "link_strength", "lone_word_link")  # see Calibration
+FEATURES = ("top_probability", "answer_mass", "gap", "top_logit", "relation_match", "link_strength", "lone_word_link", "log_nodes",
+            "path_lacking")
+ANSWERABILITY_FEATURES = ("relation_match", "link_strength", "lone_word_link", "path_lacking")  # see Calibration
 DEFAULT_ANSWER_RATE = 0.97
 CURVE_THRESHOLDS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # answerability thresholds a curve is shown at
 
@@ -55,9 +57,11 @@ def gold_probe(question: str, topics: Sequence[str]) -> str:
     return relation_probe(question, [{"query": form} for t in topics for form in dict.fromkeys([t, t.replace("_", " ")])])
 
 
-def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: Sequence[Mapping], nodes: int) -> dict[str, float]:
+def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: Sequence[Mapping], nodes: int,
+            path_lacking: float | None = None) -> dict[str, float]:
     """The features of one question: `scores` are the model's per-node scores (topics -inf), `margin`
-    the answer-set margin, `topics` the linked topics (`Linking.topics_json()`)."""
+    the answer-set margin, `topics` the linked topics (`Linking.topics_json()`), `path_lacking` how far
+    the path reader's "no path reads it" beats its best group (kgfr/path_reader.py; 0 without one)."""
     finite = scores[torch.isfinite(scores)].double()
     if finite.numel() == 0:
         return no_signal(topics)
@@ -72,6 +76,7 @@ def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: 
         "relation_match": float(relation_match),
         **_link_signals(topics),
         "log_nodes": math.log1p(nodes),
+        "path_lacking": float(max(-20.0, min(20.0, path_lacking))) if path_lacking is not None else 0.0,
     }
     return found if all(math.isfinite(v) for v in found.values()) else no_signal(topics)
 
@@ -79,7 +84,7 @@ def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: 
 def no_signal(topics: Sequence[Mapping]) -> dict[str, float]:
     """The features of a question with nothing to rank (no topic linked, or an empty subgraph)."""
     return {"top_probability": 0.0, "answer_mass": 0.0, "gap": 0.0, "top_logit": -50.0, "relation_match": -1.0,
-            **_link_signals(topics), "log_nodes": 0.0}
+            **_link_signals(topics), "log_nodes": 0.0, "path_lacking": 0.0}
 
 
 def _link_signals(topics: Sequence[Mapping]) -> dict[str, float]:
@@ -187,15 +192,17 @@ class Calibration:
 
 def model_digest(checkpoint: Path) -> str:
     """A short hash of what the checkpoint's scores depend on, which ties a calibration to them: its
-    weights file, its relation vocabulary, and the text prior's weights and the answer-set margin in
-    its config.json (a prior chosen again changes the scores the confidence model reads)."""
+    weights file, its relation vocabulary, its path reader's weights (their "no path" score is a
+    signal), and the text prior's weights and the answer-set margin in its config.json (a prior chosen
+    again changes the scores the confidence model reads)."""
     checkpoint = Path(checkpoint)
     weights = checkpoint / "model.safetensors"
     if not weights.exists():
         return ""
     digest = hashlib.sha256(weights.read_bytes())
-    if (checkpoint / VOCABULARY_FILE).exists():
-        digest.update((checkpoint / VOCABULARY_FILE).read_bytes())
+    for extra in (checkpoint / VOCABULARY_FILE, checkpoint / READER_DIR / "model.safetensors"):
+        if extra.exists():
+            digest.update(extra.read_bytes())
     config = json.loads((checkpoint / "config.json").read_text()) if (checkpoint / "config.json").exists() else {}
     prior = config.get("text_prior") or {}
     scoring = {"margin": config.get("margin"), **{k: prior.get(k) for k in ("weight", "length_penalty", "novel_weight", "novel_penalty")}}

@@ -10,9 +10,11 @@ model's own scores still feed confidence and declining (calibrated on them), the
 ranking, the margin answer set and the evidence.
 
 The model (`PathReaderModel`) reads per-hop instructions from the question's tokens and matches each
-against that hop's relation text; it is trained listwise: a softmax over a question's groups, the
-target spread over the groups whose reached set best matches the gold answers (bench/path_reader.py
-builds the data and trains it)."""
+against that hop's relation text; it is trained listwise: a softmax over a question's groups and one
+more option, "no path reads it", the target spread over the groups whose reached set best matches the
+gold answers, or on that option for a question the KG cannot answer (bench/path_reader.py builds the
+data, in-domain unanswerable questions included, and trains it). How far that option beats the best
+group (`Reading.lacking`) is a signal of answerability (kgfr/confidence.py)."""
 
 from __future__ import annotations
 
@@ -132,6 +134,18 @@ def groups_for(sg: Subgraph, nodes: Sequence[int] | None, limit: int = MAX_GROUP
 class ReaderConfig:
     weight: float  # γ
     top: int  # the scorer's top nodes re-ranked
+    reads_lacking: bool = False  # trained with unanswerable questions: its "no path" option means something
+
+
+@dataclass
+class Reading:
+    """What the reader made of one question: each node a group reaches → its best group score, each
+    group's text with its score, and `lacking`: the "no path reads it" score minus the best group's
+    (None: a reader not trained for it, or no group to read)."""
+
+    best: dict[int, float]
+    groups: list[tuple[str, float]]
+    lacking: float | None = None
 
 
 def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
@@ -148,6 +162,7 @@ class PathReaderModel(torch.nn.Module):
     scaled, plus how much the question reads like an L-hop question (a linear read of its mean token).
 
         score(q, r_1..r_L) = s · mean_i cos(M·instr_{L,i}(q), u_{r_i}) + w_L·mean_t(h_t) + b_L
+        score(q, no path)  = w_∅·mean_t(h_t) + b_∅
 
     The question is read once per question, the relation texts once per KG (cached): a question
     costs one encoder pass plus a few small matrix products."""
@@ -161,6 +176,7 @@ class PathReaderModel(torch.nn.Module):
         torch.nn.init.eye_(self.match.weight)
         self.length = torch.nn.Linear(dim, MAX_PATH)
         self.scale = torch.nn.Parameter(torch.tensor(5.0))
+        self.lacks = torch.nn.Linear(dim, 1)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """tokens [B, T, d], mask [B, T] (True: a token), relations [B, MAX_PATH, d] (unit rows, zero
@@ -171,16 +187,20 @@ class PathReaderModel(torch.nn.Module):
         instructions = torch.nn.functional.normalize(self.match(attention @ tokens), dim=-1)  # [B, P, d]
         hops = torch.arange(MAX_PATH, device=tokens.device).unsqueeze(0) < lengths.unsqueeze(1)  # [B, P]
         cosines = (instructions * relations).sum(-1) * hops
-        pooled = (tokens * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
-        length_score = self.length(pooled).gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
+        length_score = self.length(_pooled(tokens, mask)).gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
         return self.scale * cosines.sum(1) / lengths + length_score
+
+    def no_path(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The score of "no path of the subgraph reads the question", per question [B]."""
+        return self.lacks(_pooled(tokens, mask)).squeeze(1)
 
     def save(self, folder: Path, config: ReaderConfig, meta: dict) -> None:
         from safetensors.torch import save_file
 
         folder.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors"))
-        (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, **meta}, indent=2) + "\n")
+        (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, "reads_lacking": config.reads_lacking,
+                                                        **meta}, indent=2) + "\n")
 
     @classmethod
     def load(cls, folder: Path) -> tuple["PathReaderModel", ReaderConfig]:
@@ -188,9 +208,17 @@ class PathReaderModel(torch.nn.Module):
 
         spec = json.loads((folder / "config.json").read_text())
         model = cls()
-        model.load_state_dict(load_file(str(folder / "model.safetensors")))
+        state = load_file(str(folder / "model.safetensors"))
+        missing = set(model.state_dict()) - set(state)
+        if missing - {"lacks.weight", "lacks.bias"}:  # a reader saved before the "no path" option has only those missing
+            raise ValueError(f"{folder / 'model.safetensors'}: not a path reader (missing {sorted(missing)})")
+        model.load_state_dict(state, strict=False)
         model.eval()
-        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]))
+        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing)
+
+
+def _pooled(tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (tokens * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
 
 
 def path_inputs(token_states: Sequence[np.ndarray], paths: Sequence[Sequence[np.ndarray]], owner: Sequence[int]) -> tuple[torch.Tensor, ...]:
@@ -218,27 +246,28 @@ class PathReader:
         self.model, self.config = PathReaderModel.load(folder)
         self._lock = threading.Lock()
 
-    def read(self, sg: Subgraph, probe: str, nodes: Sequence[int] | None, encoder) -> tuple[dict[int, float], list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
-        """Each node a group reaches → its best group score, and each group's text with its score (the
-        evidence). `nodes`: only the groups reaching these (None: every group of the subgraph)."""
+    def read(self, sg: Subgraph, probe: str, nodes: Sequence[int] | None, encoder) -> Reading:  # type: ignore[no-untyped-def]
+        """The groups reaching `nodes` (the scorer's top nodes; None: every group of the subgraph), read."""
         groups = groups_for(sg, nodes, MAX_GROUPS_ALL if nodes is None else MAX_GROUPS)
         if not groups:
-            return {}, []
+            return Reading({}, [])
         texts = [hop_texts(sg, seq) for seq, _ in groups]
         vocabulary = sorted({t for hops in texts for t in hops})
         vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
         [states] = encoder.token_states([probe])
-        inputs = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
+        tokens, mask, relations, lengths = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
         with self._lock, torch.inference_mode():
-            scores = self.model(*inputs).float().tolist()
+            scores = self.model(tokens, mask, relations, lengths).float().tolist()
+            no_path = float(self.model.no_path(tokens[:1], mask[:1])) if self.config.reads_lacking else None
         best: dict[int, float] = {}
         for (_, ends), score in zip(groups, scores):
             for node in ends.tolist():
                 if score > best.get(node, -np.inf):
                     best[node] = score
-        return best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)]
+        return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
+                       None if no_path is None else no_path - max(scores))
 
-    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None) -> tuple[torch.Tensor, list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
+    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None) -> tuple[torch.Tensor, Reading]:  # type: ignore[no-untyped-def]
         """c + γ·(reading − best reading) for every node a group reaches — so that the path the
         question reads can bring in answers the scorer ranked low (it may put the path's middle
         entities, say every director, above every film) — and c + γ·(worst − best) for the rest.
@@ -247,12 +276,13 @@ class PathReader:
         weight = self.config.weight if weight is None else weight
         finite = torch.isfinite(scores)
         order = [int(i) for i in torch.argsort(scores, descending=True)[: self.config.top] if finite[i]]
-        best, read = self.read(sg, probe, None if sg.num_edges <= FULL_READ_EDGES else order, encoder)
+        reading = self.read(sg, probe, None if sg.num_edges <= FULL_READ_EDGES else order, encoder)
+        best = reading.best
         if not best:
-            return scores, read
+            return scores, reading
         top_reading, worst = max(best.values()), min(best.values())
         fused = scores + weight * (worst - top_reading)
-        for node, reading in best.items():
+        for node, value in best.items():
             if finite[node]:
-                fused[node] = scores[node] + weight * (reading - top_reading)
-        return fused, read
+                fused[node] = scores[node] + weight * (value - top_reading)
+        return fused, reading

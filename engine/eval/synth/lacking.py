@@ -1,0 +1,96 @@
+"""Questions a KG cannot answer about entities it holds (issue 46, part 4): another KG's relation —
+one whose meaning no relation of this KG has — asked of an entity of this KG of the kind it would
+fit ("who composed the music of Kismet" of a film KG without composers). The entity is drawn among
+the subjects of this KG's relation closest in meaning to the foreign one (the film of "written by"
+for "music by"), so that the question is about the right kind of thing and only the relation is
+missing. What a path reader and the answerability calibration learn to decline from."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import numpy as np
+
+from kgqa.core.store import GraphStore
+from kgqa.eval.synth import SynthQuestion, _unambiguous, entity_labels, looks_like_id
+from kgqa.eval.synth.phrasing import finish, question_for_step, written
+from kgqa.eval.synth.walk import UNCAPPED, Step
+from kgqa.retrieval.relation_text import readable_relation, relation_description
+
+SAME_MEANING = 0.85  # a foreign relation this close (cosine of the relation texts) to one of the KG's is not foreign
+SUBJECT_TRIES = 200  # entities drawn per relation while looking for subjects of the closest relations
+SUBJECTS = 50  # subjects kept per closest relation
+
+
+def foreign_relations(store: GraphStore, candidates: Sequence[str], encoder) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Of `candidates` (relation labels of other KGs), those no relation of this KG means: their
+    content words neither hold nor are held by any of this KG's relations', and their texts are less
+    than SAME_MEANING alike → for each, the label of this KG's relation closest in meaning (whose subjects are asked)."""
+    own = {r.label: r.iri for r in store.relations()}
+    if not own:
+        raise ValueError(f"KG {store.kg!r} has no relations: load it first")
+    own_words = [w for w in map(_content_words, own) if w]  # "is a" has none: it says nothing of meaning
+    kept = sorted({c for c in candidates if c not in own and _content_words(c)
+                   and not any(_content_words(c) <= w or w <= _content_words(c) for w in own_words)})
+    if not kept:
+        return {}
+    labels = sorted(own)
+    theirs = _unit(encoder.encode([relation_description(c, False) for c in kept]))
+    ours = _unit(encoder.encode([relation_description(label, False) for label in labels]))
+    similarity = theirs @ ours.T
+    return {c: labels[int(row.argmax())] for c, row in zip(kept, similarity) if row.max() < SAME_MEANING}
+
+
+def lacking_questions(store: GraphStore, candidates: Sequence[str], count: int, encoder, seed: int = 0) -> list[SynthQuestion]:  # type: ignore[no-untyped-def]
+    """`count` one-hop questions (fewer where no subject is found) for relations of `candidates` this
+    KG lacks, each about an entity with the KG's closest relation; no answers, shape "lacking"."""
+    rng = random.Random(seed)
+    closest = foreign_relations(store, candidates, encoder)
+    if not closest:
+        return []
+    labels = entity_labels(store)
+    named = sorted(_unambiguous(store, labels, sorted(i for i, label in labels.items() if not looks_like_id(label))))
+    relation_iris = {r.label: r.iri for r in store.relations()}
+    wanted = {relation_iris[label] for label in closest.values()}
+    subjects: dict[str, set[str]] = {iri: set() for iri in wanted}
+    for _ in range(SUBJECT_TRIES * len(wanted)):
+        if all(len(found) >= SUBJECTS for found in subjects.values()):
+            break
+        entity = rng.choice(named)
+        for relation in {e.relation for e in store.expand([entity], (), UNCAPPED) if not e.inverse and e.relation in wanted}:
+            if len(subjects[relation]) < SUBJECTS:
+                subjects[relation].add(entity)
+    out, seen = [], set()
+    foreign = sorted(closest)
+    rng.shuffle(foreign)
+    for attempt in range(10 * count):
+        if len(out) >= count:
+            break
+        relation = foreign[attempt % len(foreign)]
+        pool = sorted(subjects[relation_iris[closest[relation]]])
+        if not pool:
+            continue
+        entity = rng.choice(pool)
+        if (entity, relation) in seen:
+            continue
+        seen.add((entity, relation))
+        topic = labels[entity]
+        text = question_for_step(Step(relation, relation, False), written(topic, rng), rng)
+        out.append(SynthQuestion(finish(text, rng), (), (topic,), 1, "lacking", (relation,), (), (entity,)))
+    return out
+
+
+FUNCTION_WORDS = frozenset({"a", "an", "the", "has", "have", "is", "of", "in", "on", "at", "by", "to", "for", "with", "from", "as"})
+
+
+def _content_words(label: str) -> frozenset[str]:
+    """"in_language" → {language}, "/people/person/languages" → {language}: a relation whose words hold
+    another's ("languages spoken" and "in language") may mean the same; such a pair is never foreign."""
+    words = {w.lower() for w in readable_relation(label).split()} - FUNCTION_WORDS
+    return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
