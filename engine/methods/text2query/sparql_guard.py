@@ -80,9 +80,39 @@ def _check(query, allowed: set[str], limit: int) -> None:  # type: ignore[no-unt
             raise QueryRefused("service", f"SERVICE is not allowed (the store would call {term.n3() if hasattr(term, 'n3') else term})")
         if node.name == "Graph" and isinstance(node.get("term"), URIRef) and str(node["term"]) not in allowed:
             raise QueryRefused("graph", f"GRAPH {node['term']} is not a graph of this KG (its graphs: {', '.join(sorted(allowed))})")
+    for node in _nodes(query.algebra):
+        if node.name == "BGP" and len(_components([_pattern_vars(t) for t in node.get("triples") or []])) > 1:
+            raise QueryRefused("cartesian", "its triple patterns share no variable: the rows would be every combination of unrelated matches")
+        if node.name in ("Join", "LeftJoin") and _disjoint(node.get("p1"), node.get("p2")):
+            raise QueryRefused("cartesian", "two parts of it share no variable: the rows would be every combination of unrelated matches")
     found = _top_limit(query)
     if found is not None and found > limit:
         raise QueryRefused("limit", f"LIMIT {found} is over the {limit} rows a question may read")
+
+
+def _pattern_vars(triple) -> set[str]:  # type: ignore[no-untyped-def]
+    """The variables of one triple pattern (a property path's ends included)."""
+    return {str(term) for term in triple if isinstance(term, Variable)}
+
+
+def _components(groups: list[set[str]]) -> list[set[str]]:
+    """Triple patterns joined by shared variables; a pattern without variables joins nothing and is
+    its own component only if it is the one pattern (a fixed fact asked as is)."""
+    merged: list[set[str]] = []
+    for found in (g for g in groups if g):
+        touching = [m for m in merged if m & found]
+        for m in touching:
+            merged.remove(m)
+            found = found | m
+        merged.append(found)
+    return merged
+
+
+def _disjoint(left: object, right: object) -> bool:
+    """Both sides bind variables and none in common (a cross product)."""
+    a = set(getattr(left, "_vars", None) or []) if isinstance(left, CompValue) else set()
+    b = set(getattr(right, "_vars", None) or []) if isinstance(right, CompValue) else set()
+    return bool(a) and bool(b) and not (a & b)
 
 
 def _top_limit(query) -> int | None:  # type: ignore[no-untyped-def]
