@@ -4,6 +4,10 @@ behind llama.cpp's OpenAI-compatible server on loopback (or any --llm URL), on t
 Hits@1 is printed too, for the record: a 270M base model is not expected to answer well.
 
     .venv/bin/python bench/llm_methods.py [--questions 200] [--methods kgfr,lmp-L2,lmp-L3,llm-only]
+    .venv/bin/python bench/llm_methods.py --methods kgfr-no-llm,kgfr,text2query,rapl,grasp,lmp-L2   # the comparison
+
+text2query's queries are counted by verdict (ran, no rows, refused by a rule, failed in the store) and
+its questions by how they ended (answered by a query it wrote, or by kgfr's fallback).
 
 Prints a Markdown table; saves bench/results/llm_methods.json (rows per question included).
 """
@@ -31,7 +35,11 @@ from kgqa.sparql.embedded import EmbeddedWriter  # noqa: E402
 
 METAQA = ROOT.parent / "shared" / "data" / "metaqa"
 VARIANTS = {
+    "kgfr-no-llm": ("kgfr", {}),
     "kgfr": ("kgfr", {"max_steps": 3}),
+    "text2query": ("text2query", {"query_retries": 2}),
+    "rapl": ("rapl", {}),
+    "grasp": ("grasp", {}),
     "lmp-L2": ("lmp", {"width": 3, "depth": 2}),
     "lmp-L3": ("lmp", {"width": 3, "depth": 3}),
     "llm-only": ("llm-only", {}),
@@ -42,7 +50,7 @@ VARIANTS = {
 def bound(name: str, options: dict) -> str:
     """The registry's bound for one topic entity (LMP: also the count without retries)."""
     method = REGISTRY.get(VARIANTS[name][0])
-    most = method.call_bound(method.make_options(options), 1, True)
+    most = method.call_bound(method.make_options(options), 1, name != "kgfr-no-llm")
     return f"{2 * options['depth'] + 1} (≤ {most})" if method.name == "lmp" else str(most)
 
 
@@ -78,7 +86,7 @@ def main() -> int:
         llm = OpenAICompatibleLLM(model=args.model, base_url=server.url, mode="completion")
         for name in names:
             method, options = VARIANTS[name]
-            runner = build_runner(method, store, llm, options=options)
+            runner = build_runner(method, store, None if name == "kgfr-no-llm" else llm, options=options)
             started = time.perf_counter()
             report = evaluate(runner, store, examples, gold_topics=False,
                               progress=lambda n: print(f"\r{name}: {n}/{len(examples)}", end="", file=sys.stderr, flush=True))
@@ -120,6 +128,19 @@ def table(results: dict) -> str:
         lines.append(f"| {name} | {g['llm_calls_mean']:.2f} | {g['llm_calls_max']} | {report['bound']} | {exact} | {g['prompt_tokens_mean']:.0f} | "
                      f"{g['completion_tokens_mean']:.0f} | {g['llm_retries_mean']:.2f} | {g['constraint_retries_mean']:.2f} | {g['fallbacks']} | {g['hits1']:.3f} | "
                      + " | ".join(f"{secs[s]:.3f}" if s in secs else "—" for s in stages) + " |")
+    written = {name: report for name, report in results["methods"].items() if any(r.get("queries") for r in report["rows"])}
+    if written:
+        lines += ["", "| method | queries written | ran | no rows | refused | failed | refusals by rule | answered by its query | fell back to kgfr |",
+                  "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+        for name, report in written.items():
+            verdicts = [v for r in report["rows"] for v in r["queries"]]
+            count = {v: verdicts.count(v) for v in ("ran", "no rows", "refused", "failed")}
+            every_rule = [rule for r in report["rows"] for rule in r.get("query_rules", [])]
+            rules = {rule: every_rule.count(rule) for rule in set(every_rule)}
+            n = len(report["rows"])
+            fell = sum(bool(r["fallback"]) for r in report["rows"])
+            lines.append(f"| {name} | {len(verdicts)} | {count['ran']} | {count['no rows']} | {count['refused']} | {count['failed']} | "
+                         f"{', '.join(f'{k} {v}' for k, v in sorted(rules.items())) or '—'} | {n - fell}/{n} | {fell}/{n} |")
     return "\n".join(lines)
 
 

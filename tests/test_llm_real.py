@@ -285,3 +285,20 @@ def test_gemma_picks_glow_classes_by_likelihood_and_the_gnns_answers_sway_some_g
     changed = sum(a.answers[0].label != b.answers[0].label for a, b in zip(first, swapped))
     assert changed >= 1, "the GNN's answers in the GN prompt never changed Gemma's choice"
     assert np.isfinite([a.answers[0].score for a in first]).all()
+
+
+def test_text2query_with_gemma_answers_or_falls_back_and_every_query_is_judged(llama_server, embedded_metaqa, tmp_path):
+    """Gemma 3 270M writes SPARQL for the full MetaQA KB: whatever it writes is either run (checked
+    first) or refused by a named rule, and each question ends answered or with kgfr's answer and why."""
+    store = open_store(embedded_metaqa, "metaqa")
+    llm = CachedLLM(OpenAICompatibleLLM(model="gemma3-270m", base_url=llama_server.url, mode="completion"), tmp_path / "cache")
+    runner = build_runner("text2query", store, llm, options={"query_retries": 1})
+    for ex in dev_questions(per_hop=1):
+        answer = runner(ex.question, None)
+        check_answer(answer, "text2query", 2)
+        assert 1 <= len(answer.evidence.queries) <= 2 and len(answer.evidence.queries) == len(answer.trace.llm_calls)
+        for record in answer.evidence.queries:
+            assert record["language"] == "sparql" and record["verdict"] in ("ran", "no rows", "refused", "failed")
+            assert record["verdict"] != "refused" or record["rule"]
+        assert answer.answers or answer.declined or answer.trace.fallback
+        assert (answer.trace.fallback is None) == (answer.evidence.queries[-1]["verdict"] == "ran")

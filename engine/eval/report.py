@@ -65,6 +65,8 @@ def evaluate(
             "seconds": answer.trace.seconds,
             "llm_calls": llm["calls"], "prompt_tokens": llm["prompt_tokens"], "completion_tokens": llm["completion_tokens"],
             "llm_retries": llm["retries"], "fallback": answer.trace.fallback,
+            "queries": [q.get("verdict") for q in answer.evidence.queries],  # text2query: each written query's verdict
+            "query_rules": [q["rule"] for q in answer.evidence.queries if q.get("rule")],  # and the rules that refused some
             "constraint_retries": sum(".retry" in c.purpose for c in answer.trace.llm_calls),
             "answers": [a.label or a.text for a in answer.answers],
             # path retrievers (rapl): does a retrieved path end at a gold answer, and how many triples the paths hold
