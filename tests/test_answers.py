@@ -45,20 +45,21 @@ QUESTIONS = {
     "name an actor in Fort Apache": ("Fort Apache", "starred_actors"),
     "what kind of film is The Searchers": ("The Searchers", "has_genre"),
     "what genres are the films John Ford directed": ("John Ford", "~directed_by", "has_genre"),
+    "which films share a director with The Big Heat": ("The Big Heat", "directed_by", "~directed_by"),
+    # words the training questions never used: a reader of the whole path answers the end of the
+    # path, where the pooled question vector answered its middle entity (the director; issue 46)
+    "what else did the director of The Searchers make": ("The Searchers", "directed_by", "~directed_by"),
 }
+ONE_HOP = ["who directed The Searchers", "when did Captain Blood come out", "what kind of film is The Searchers"]
 BY_METHOD = {
-    "kgfr": list(QUESTIONS),
-    "rapl": [*QUESTIONS, "which films share a director with The Big Heat"],
+    "kgfr": list(QUESTIONS),  # with the bundled path reader
+    "rapl": [q for q in QUESTIONS if q != "what else did the director of The Searchers make"],
     # GraSP's selector (Gemma 3 270M + LoRA) is slow on two CPU cores: the one-hop questions it reads
-    "grasp": ["who directed The Searchers", "when did Captain Blood come out", "what kind of film is The Searchers"],
+    "grasp": ONE_HOP,
 }
-QUESTIONS["which films share a director with The Big Heat"] = ("The Big Heat", "directed_by", "~directed_by")
-# Asked in words the training questions never used, the scorers answer the path's middle entity (the
-# director) instead of its end (issue 46: a reader of the whole path). Strict: a pass fails the test,
-# so that a question moves to BY_METHOD once the reader answers it.
-QUESTIONS["what else did the director of The Searchers make"] = ("The Searchers", "directed_by", "~directed_by")
-MISREAD = [("kgfr", "what else did the director of The Searchers make"), ("rapl", "what else did the director of The Searchers make"),
-           ("kgfr", "which films share a director with The Big Heat")]  # the last: a genre, neither end nor middle
+# RAPL has no path reader: it walks to the director and stops there. Strict: a pass fails the test, so
+# that the question moves to BY_METHOD once RAPL answers it.
+MISREAD = [("rapl", "what else did the director of The Searchers make")]
 
 
 @pytest.fixture(scope="module")
