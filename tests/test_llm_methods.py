@@ -177,8 +177,10 @@ def test_kgfr_with_an_llm_ranks_as_kgfr_without_one(store, retriever):
 
 def test_kgfr_reflection_asks_for_more_and_the_loop_is_bounded(store, retriever, uncapped_sessions):
     replies = []
-    for step in range(3):
-        replies += ["1. William Dieterle", f"no\nsub-questions: what else did William Dieterle direct {step}\nkey entities: William Dieterle"]
+    # each reflection asks about someone else, so that each follow-up brings new evidence (one that
+    # finds nothing new ends the loop on its own: the next test)
+    for person, verb in (("William Dieterle", "direct"), ("Ronald Colman", "act in"), ("Marlene Dietrich", "act in")):
+        replies += ["1. William Dieterle", f"no\nsub-questions: what else did {person} {verb}\nkey entities: {person}"]
     llm = ScriptedLLM(replies)
     kgfr = LLMKGFR(retriever, llm, max_steps=3)
     answer = kgfr.answer(QUESTION, ["Kismet"])
@@ -187,6 +189,14 @@ def test_kgfr_reflection_asks_for_more_and_the_loop_is_bounded(store, retriever,
     assert len(answer.trace.llm_calls) == kgfr.call_bound() == 6
     assert answer.trace.llm_calls[2].purpose == "kgfr.answer.s2"  # the follow-up happened
     assert "William Dieterle" in llm.prompts[2]
+
+
+def test_kgfr_a_follow_up_that_finds_nothing_new_ends_the_loop(store, retriever, uncapped_sessions):
+    reflection = "no\nsub-questions: what else did William Dieterle direct\nkey entities: William Dieterle"
+    llm = ScriptedLLM(["1. William Dieterle", reflection] * 3)
+    answer = LLMKGFR(retriever, llm, max_steps=3).answer(QUESTION, ["Kismet"])
+    # the first follow-up brings William Dieterle's films; the same one again brings nothing: no step 3
+    assert [c.purpose for c in answer.trace.llm_calls] == ["kgfr.answer.s1", "kgfr.reflect.s1", "kgfr.answer.s2", "kgfr.reflect.s2"]
 
 
 def test_kgfr_unreadable_reflection_stops_the_loop(store, retriever):
