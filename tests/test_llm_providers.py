@@ -171,11 +171,12 @@ def test_every_prompt_file_names_its_source_and_renders():
     names = sorted(p.stem for p in PROMPT_DIR.glob("*.txt"))
     assert {"lmp_sample_l1", "lmp_sample_deeper", "lmp_aggregate", "lmp_transform_l1", "lmp_transform_deeper",
             "lmp_answer", "llm_only_io", "llm_only_cot", "kgfr_relation_description", "kgfr_verbalisation",
-            "kgfr_answer", "kgfr_reflect", "grasp_select", "grasp_answer", "glow_understand", "glow_link"} <= set(names)
+            "kgfr_answer", "kgfr_reflect", "grasp_select", "grasp_answer", "glow_understand", "glow_link", "text2query_sparql",
+            "text2query_cypher"} <= set(names)
     values = dict.fromkeys(["question", "topic", "k", "relations", "facts", "background", "outline", "head",
                             "relation", "tails", "examples", "candidates", "paths", "answers", "label_name", "entity_type",
                             "entity", "kg", "kg_description", "labels", "triples", "gnn", "pairs", "count", "graph", "evidence",
-                            "limit", "schema", "label"], "X")
+                            "limit", "schema", "label", "feedback", "topics"], "X")
     for name in names:
         prompt = load_prompt(name)
         assert prompt.source, f"{name} does not cite its source"
