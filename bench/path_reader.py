@@ -10,8 +10,8 @@ texts of the relation-path groups that reach KGFR's top nodes (what the reader w
 time), and each group's target: 1 for the groups whose reached set best matches the gold answers
 (F1), else 0. Questions whose answers no group reaches are left out (counted). With --lacking the
 questions are ones the KG cannot answer (bench/lacking_questions.py): every target is 0, the row is
-marked "answerable": false, and the groups are those the reader reads at question time (every group
-of a subgraph of up to FULL_READ_EDGES edges, else those reaching the top nodes), shortest first.
+marked "answerable": false, and the groups are the first MAX_GROUPS of those the reader reads at
+question time (`groups_read`), shortest first.
 
 `train` trains the reader listwise (softmax over a question's groups and its "no path reads it"
 option, cross-entropy with the target spread evenly over its best groups, or on that option for an
@@ -42,7 +42,7 @@ import torch
 
 from kgqa.loaders.qa import read_qa
 from kgqa.methods.kgfr.confidence import gold_probe, relation_probe
-from kgqa.methods.kgfr.path_reader import ARROW, FULL_READ_EDGES, MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, path_inputs, verbalise
+from kgqa.methods.kgfr.path_reader import ARROW, MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, groups_read, path_inputs, verbalise
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.linking import link_or_resolve
 from kgqa.retrieval.store_url import open_store
@@ -102,7 +102,7 @@ def build(args) -> None:  # type: ignore[no-untyped-def]
                 scores = kgfr.scorer.score(sg, ex.question, None, probe).scores
                 top = [int(i) for i in torch.argsort(scores, descending=True)[:TOP] if torch.isfinite(scores[i])]
                 if args.lacking:
-                    groups = groups_for(sg, None if sg.num_edges <= FULL_READ_EDGES else top, MAX_GROUPS)
+                    groups = groups_read(sg, top)[:MAX_GROUPS]
                     if groups:
                         out.write(json.dumps({"q": probe, "file": spec, "qid": ex.qid, "paths": [verbalise(sg, seq) for seq, _ in groups],
                                               "target": [0.0] * len(groups), "answerable": False}) + "\n")

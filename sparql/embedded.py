@@ -52,18 +52,13 @@ class EmbeddedStore(SparqlReader):
         return sorted(found, key=lambda node: node.value)
 
     def select_asked(self, query: str) -> list[Row] | bool:
-        graphs = [ox.NamedNode(self.ns.data_graph), ox.NamedNode(self.ns.meta_graph)]
+        graphs = [ox.NamedNode(g) for g in self.asked_graphs]
         self.round_trips += 1
         solutions = self._store.query(query, default_graph=graphs, named_graphs=graphs)
-        if isinstance(solutions, ox.QueryBoolean):
-            return bool(solutions)
-        names = [v.value for v in solutions.variables]
-        return [{n: t.value for n, t in zip(names, solution) if t is not None} for solution in solutions]
+        return bool(solutions) if isinstance(solutions, ox.QueryBoolean) else _rows(solutions)
 
     def _execute(self, name: str, query: str) -> list[Row]:
-        solutions = self._store.query(query)
-        names = [v.value for v in solutions.variables]
-        return [{n: t.value for n, t in zip(names, solution) if t is not None} for solution in solutions]
+        return _rows(self._store.query(query))
 
 
 DELETE_STEP = 100_000  # quads per DELETE DATA when the count graphs are cleared
@@ -92,6 +87,11 @@ class _ChunkedLoad:
         if self._lines:
             self._store.bulk_load(input="\n".join(self._lines) + "\n", format=ox.RdfFormat.N_QUADS)
             self._lines = []
+
+
+def _rows(solutions: ox.QuerySolutions) -> list[Row]:
+    names = [v.value for v in solutions.variables]
+    return [{n: t.value for n, t in zip(names, solution) if t is not None} for solution in solutions]
 
 
 def _runs(path: Path) -> Iterator[tuple[str, int]]:

@@ -319,22 +319,17 @@ class SparqlEndpointStore(SparqlReader):
         return self.server_timeout_ms
 
     def select_asked(self, query: str) -> list[Row] | bool:
-        graphs = [self.ns.data_graph, self.ns.meta_graph]
-        form = [("query", query), *[("default-graph-uri", g) for g in graphs], *[("named-graph-uri", g) for g in graphs]]
+        form = [("query", query), *[(key, g) for g in self.asked_graphs for key in ("default-graph-uri", "named-graph-uri")]]
         server_ms = self._server_ms()
         if server_ms is not None:
             form.append(("timeout", str(server_ms)))
         self.round_trips += 1
-        status, headers, payload = self._http.post("", urlencode(form).encode(), "application/x-www-form-urlencoded",
-                                                   "application/sparql-results+json")
-        if status != 200:
-            raise EndpointError(f"SPARQL endpoint {self.url} answered HTTP {status}: {payload[:300].decode(errors='replace')}")
-        if headers.get("x-sql-state") == "S1TAT":
-            raise EndpointError(f"{self.url} hit its time limit and returned partial results (X-SQL-State: S1TAT)")
+        headers, payload = self._post("text2query", form, "application/sparql-results+json")
         try:
             data = json.loads(payload)
         except ValueError:
-            raise EndpointError(f"{self.url} answered {headers.get('content-type') or 'no Content-Type'}, not SPARQL JSON results") from None
+            raise EndpointError(f"text2query: {self.url} answered {headers.get('content-type') or 'no Content-Type'}, "
+                                "not SPARQL JSON results") from None
         if "boolean" in data:
             return bool(data["boolean"])
         return [{var: cell["value"] for var, cell in binding.items()} for binding in data.get("results", {}).get("bindings", [])]
@@ -343,16 +338,7 @@ class SparqlEndpointStore(SparqlReader):
         """`server_stop`: send Virtuoso its `timeout` (see `__init__`)."""
         server_ms = self._server_ms() if server_stop else None
         form = {"query": query} if server_ms is None else {"query": query, "timeout": str(server_ms)}
-        status, headers, payload = self._http.post(
-            "", urlencode(form).encode(), "application/x-www-form-urlencoded", "text/csv"
-        )
-        self.server = headers.get("server", self.server)
-        if status != 200 and b"KGQAT" in payload[:300]:
-            raise EndpointError(f"{name}.rq: {self.url} stopped the retrieval at its time limit: {payload[:300].decode(errors='replace')}")
-        if status != 200:
-            raise EndpointError(f"{name}.rq: SPARQL endpoint {self.url} answered HTTP {status}: {payload[:300].decode(errors='replace')}")
-        if headers.get("x-sql-state") == "S1TAT":
-            raise EndpointError(f"{name}.rq: {self.url} hit its time limit and returned partial results (X-SQL-State: S1TAT)")
+        headers, payload = self._post(f"{name}.rq", form, "text/csv")
         content_type = headers.get("content-type", "")
         if not content_type.startswith("text/csv"):
             raise EndpointError(f"{name}.rq: {self.url} answered {content_type or 'no Content-Type'}, not the text/csv results asked for")
@@ -368,6 +354,19 @@ class SparqlEndpointStore(SparqlReader):
                 "raise ResultSetMaxRows in the server's [SPARQL] settings"
             )
         return rows
+
+    def _post(self, what: str, form, accept: str) -> tuple[dict[str, str], bytes]:  # type: ignore[no-untyped-def]
+        """One query form posted; the headers and body of a 200 answer with complete results, else
+        EndpointError naming `what` (an error status, the retrieval procedure's time limit, partial results)."""
+        status, headers, payload = self._http.post("", urlencode(form).encode(), "application/x-www-form-urlencoded", accept)
+        self.server = headers.get("server", self.server)
+        if status != 200 and b"KGQAT" in payload[:300]:
+            raise EndpointError(f"{what}: {self.url} stopped the retrieval at its time limit: {payload[:300].decode(errors='replace')}")
+        if status != 200:
+            raise EndpointError(f"{what}: SPARQL endpoint {self.url} answered HTTP {status}: {payload[:300].decode(errors='replace')}")
+        if headers.get("x-sql-state") == "S1TAT":
+            raise EndpointError(f"{what}: {self.url} hit its time limit and returned partial results (X-SQL-State: S1TAT)")
+        return headers, payload
 
 
 def contains_expression(words: Sequence[str], mode: str = "every", prefix: str | None = "short") -> str:

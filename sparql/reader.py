@@ -56,10 +56,15 @@ class SparqlReader:
     def _execute(self, name: str, query: str) -> list[Row]:
         raise NotImplementedError
 
+    @property
+    def asked_graphs(self) -> tuple[str, str]:
+        """The graphs a query written elsewhere (text2query) may read: the KG's data and meta graphs."""
+        return self.ns.data_graph, self.ns.meta_graph
+
     def select_asked(self, query: str) -> list[Row] | bool:
-        """A checked query written elsewhere (text2query) over this KG's graphs only: its data and meta
-        graphs are the default graph and the only named graphs, whatever the query's own FROM says
-        (the protocol's dataset wins). Rows of strings (IRIs as written), or ASK's answer."""
+        """A checked query written elsewhere (text2query) over `asked_graphs` only: they are the default
+        graph and the only named graphs, whatever the query's own FROM says (the protocol's dataset
+        wins). Rows of strings (IRIs as written), or ASK's answer."""
         raise NotImplementedError
 
     def _select(self, name: str, **terms: escape.SparqlTerm) -> list[Row]:

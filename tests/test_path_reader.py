@@ -9,7 +9,7 @@ import torch
 from conftest import store_from_lines
 
 from kgqa.core.namespace import KGNamespace
-from kgqa.methods.kgfr.path_reader import PathReader, PathReaderModel, Reading, ReaderConfig, groups_for, path_groups, path_inputs, verbalise
+from kgqa.methods.kgfr.path_reader import PathReader, PathReaderModel, Reading, ReaderConfig, groups_for, groups_read, path_groups, path_inputs, verbalise
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.store_url import open_store
 
@@ -57,15 +57,26 @@ def test_only_groups_reaching_the_given_nodes_are_read_shortest_first(subgraph):
     assert len(groups_for(sg, list(range(sg.num_nodes)), limit=2)) == 2
 
 
+def test_the_reader_reads_every_group_of_a_small_subgraph_and_the_top_nodes_groups_of_a_large_one(subgraph, monkeypatch):
+    from kgqa.methods.kgfr import path_reader
+
+    sg = subgraph
+    juarez = sg.node_labels.index("Juarez")
+    every = [seq for seq, _ in groups_read(sg, [juarez])]
+    assert every == [seq for seq, _ in groups_for(sg, None, path_reader.MAX_GROUPS_ALL)] and len(every) > len(groups_for(sg, [juarez]))
+    monkeypatch.setattr(path_reader, "FULL_READ_EDGES", sg.num_edges - 1)
+    assert [seq for seq, _ in groups_read(sg, [juarez])] == [seq for seq, _ in groups_for(sg, [juarez])]
+
+
 def reader_with(reading: dict[str, float], weight: float, top: int) -> PathReader:
     """A PathReader whose groups read as `reading` says (text → score) instead of through a model."""
     reader = PathReader.__new__(PathReader)
     reader.config = ReaderConfig(weight, top)
 
-    def read(sg, probe, nodes, encoder):  # type: ignore[no-untyped-def]
+    def read(sg, probe, top, encoder):  # type: ignore[no-untyped-def]
         best: dict[int, float] = {}
         read = []
-        for seq, ends in groups_for(sg, nodes):
+        for seq, ends in groups_read(sg, top):
             score = reading.get(verbalise(sg, seq), -1.0)
             read.append((verbalise(sg, seq), score))
             for node in ends.tolist():
@@ -160,11 +171,11 @@ def test_the_no_path_option_is_read_only_from_a_reader_trained_for_it(tmp_path, 
     model.save(tmp_path / "trained", ReaderConfig(1.0, 5, reads_lacking=True), {})
     reader = PathReader(tmp_path / "trained")
     assert reader.config.reads_lacking
-    reading = reader.read(subgraph, "what else did the director of something make", None, RandomEncoder())
+    reading = reader.read(subgraph, "what else did the director of something make", [], RandomEncoder())
     assert reading.groups and reading.lacking == pytest.approx(3.0 - max(score for _, score in reading.groups), abs=1e-4)
     # the same weights saved as a reader not trained with unanswerable questions: no signal
     model.save(tmp_path / "untrained", ReaderConfig(1.0, 5), {})
-    assert PathReader(tmp_path / "untrained").read(subgraph, "q", None, RandomEncoder()).lacking is None
+    assert PathReader(tmp_path / "untrained").read(subgraph, "q", [], RandomEncoder()).lacking is None
     # a reader saved before the option existed loads, and reads no signal even if its config says so
     old = {k: v for k, v in model.state_dict().items() if not k.startswith("lacks.")}
     save_file(old, str(tmp_path / "trained" / "model.safetensors"))

@@ -10,8 +10,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-import numpy as np
-
 from kgqa.core.store import GraphStore
 from kgqa.eval.synth import SynthQuestion, _unambiguous, entity_labels, looks_like_id
 from kgqa.eval.synth.phrasing import finish, question_for_step, written
@@ -36,8 +34,8 @@ def foreign_relations(store: GraphStore, candidates: Sequence[str], encoder) -> 
     if not kept:
         return {}
     labels = sorted(own)
-    theirs = _unit(encoder.encode([relation_description(c, False) for c in kept]))
-    ours = _unit(encoder.encode([relation_description(label, False) for label in labels]))
+    theirs = encoder.encode([relation_description(c, False) for c in kept])  # unit rows: the dot product is the cosine
+    ours = encoder.encode([relation_description(label, False) for label in labels])
     similarity = theirs @ ours.T
     return {c: labels[int(row.argmax())] for c, row in zip(kept, similarity) if row.max() < SAME_MEANING}
 
@@ -89,8 +87,3 @@ def _content_words(label: str) -> frozenset[str]:
     another's ("languages spoken" and "in language") may mean the same; such a pair is never foreign."""
     words = {w.lower() for w in readable_relation(label).split()} - FUNCTION_WORDS
     return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words)
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)

@@ -130,6 +130,16 @@ def groups_for(sg: Subgraph, nodes: Sequence[int] | None, limit: int = MAX_GROUP
     return found[:limit]
 
 
+def groups_read(sg: Subgraph, top: Sequence[int]) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """The groups the reader reads of a question: every group of a subgraph of up to FULL_READ_EDGES
+    edges (the scorer may rank every director above every film: the path the question reads must be
+    able to bring in answers it ranked low), else those reaching its `top` nodes (walking them all
+    costs too much there)."""
+    if sg.num_edges <= FULL_READ_EDGES:
+        return groups_for(sg, None, MAX_GROUPS_ALL)
+    return groups_for(sg, top, MAX_GROUPS)
+
+
 @dataclass(frozen=True)
 class ReaderConfig:
     weight: float  # γ
@@ -246,9 +256,9 @@ class PathReader:
         self.model, self.config = PathReaderModel.load(folder)
         self._lock = threading.Lock()
 
-    def read(self, sg: Subgraph, probe: str, nodes: Sequence[int] | None, encoder) -> Reading:  # type: ignore[no-untyped-def]
-        """The groups reaching `nodes` (the scorer's top nodes; None: every group of the subgraph), read."""
-        groups = groups_for(sg, nodes, MAX_GROUPS_ALL if nodes is None else MAX_GROUPS)
+    def read(self, sg: Subgraph, probe: str, top: Sequence[int], encoder) -> Reading:  # type: ignore[no-untyped-def]
+        """The question's groups (`groups_read`, `top`: the scorer's top nodes), read."""
+        groups = groups_read(sg, top)
         if not groups:
             return Reading({}, [])
         texts = [hop_texts(sg, seq) for seq, _ in groups]
@@ -270,13 +280,12 @@ class PathReader:
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None) -> tuple[torch.Tensor, Reading]:  # type: ignore[no-untyped-def]
         """c + γ·(reading − best reading) for every node a group reaches — so that the path the
         question reads can bring in answers the scorer ranked low (it may put the path's middle
-        entities, say every director, above every film) — and c + γ·(worst − best) for the rest.
-        On a subgraph of more than FULL_READ_EDGES edges only the groups reaching the scorer's top
-        nodes are read (walking them all costs too much there)."""
+        entities, say every director, above every film) — and c + γ·(worst − best) for the rest
+        (the groups read: `groups_read`)."""
         weight = self.config.weight if weight is None else weight
         finite = torch.isfinite(scores)
         order = [int(i) for i in torch.argsort(scores, descending=True)[: self.config.top] if finite[i]]
-        reading = self.read(sg, probe, None if sg.num_edges <= FULL_READ_EDGES else order, encoder)
+        reading = self.read(sg, probe, order, encoder)
         best = reading.best
         if not best:
             return scores, reading

@@ -22,7 +22,8 @@ from kgqa.methods.text2query.cypher_guard import check_cypher
 from kgqa.methods.text2query.refusal import QueryRefused
 from kgqa.methods.text2query.schema import Schema
 from kgqa.methods.text2query.sparql_guard import check_sparql
-from kgqa.retrieval.linking import Linking, link_or_resolve
+from kgqa.methods.linking_step import linked_into
+from kgqa.retrieval.linking import Linking
 from kgqa.sparql import escape
 
 _FENCE = re.compile(r"```[A-Za-z]*\s*\n?(.*?)(?:```|$)", re.DOTALL)
@@ -44,8 +45,7 @@ class Text2Query:
     def answer(self, question: str, topics: list[str] | None = None) -> Answer:
         started = time.perf_counter()
         result = Answer(question, "text2query")
-        linking = link_or_resolve(self.store, question, topics, self.encoder)
-        result.topics = linking.topics_json()
+        linking = linked_into(result, self.store, topics, self.encoder)
         result.trace.seconds["link"] = time.perf_counter() - started
         schema = self.schema()
         session = LLMSession(self.llm, max_calls=self.retries + 1)
@@ -70,7 +70,7 @@ class Text2Query:
                 record.update(verdict="failed", detail=str(error)[:500])
                 reason = f"query {attempt + 1} failed: {str(error)[:300]}"
             else:
-                answers = self._answers(rows, schema)
+                answers = self._answers(rows)
                 record.update(verdict="ran" if answers else "no rows", rows=len(rows) if isinstance(rows, list) else 1,
                               sample=rows[:SAMPLE_ROWS] if isinstance(rows, list) else rows)
                 if answers:
@@ -99,16 +99,11 @@ class Text2Query:
         record["query"] = checked  # the text that ran (a LIMIT may have been added)
         return self.store.select_asked(checked)  # type: ignore[attr-defined]
 
-    def _answers(self, rows: list[dict[str, Any]] | bool, schema: Schema) -> list[AnswerItem]:
+    def _answers(self, rows: list[dict[str, Any]] | bool) -> list[AnswerItem]:
+        """An ASK's yes or no, or each row's `answer` column (else its first bound one), mapped."""
         if isinstance(rows, bool):
             return [AnswerItem("yes" if rows else "no", match="none")]
-        values = []
-        for row in rows:
-            if not row:
-                continue
-            value = row.get("answer", next(iter(row.values())))
-            values.append(value)
-        return self._mapped(values)
+        return self._mapped([row.get("answer", next(iter(row.values()))) for row in rows if row])
 
     def _mapped(self, values: list[Any]) -> list[AnswerItem]:
         iris, texts = [], []

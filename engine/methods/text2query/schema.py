@@ -79,4 +79,4 @@ def _sparql_schema(store: Any, relations: list, examples: int) -> Schema:
     text = (f"Facts are triples <subject> <relation> <object> in GRAPH {data}; every entity's name is its "
             f"{escape.iri(RDFS_LABEL)} in GRAPH {meta}.\n"
             "Relations:\n" + "\n".join(lines))
-    return Schema("sparql", text, graphs=(ns.data_graph, ns.meta_graph))
+    return Schema("sparql", text, graphs=store.asked_graphs)

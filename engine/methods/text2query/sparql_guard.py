@@ -80,7 +80,7 @@ def _check(query, allowed: set[str], limit: int) -> None:  # type: ignore[no-unt
             raise QueryRefused("service", f"SERVICE is not allowed (the store would call {term.n3() if hasattr(term, 'n3') else term})")
         if node.name == "Graph" and isinstance(node.get("term"), URIRef) and str(node["term"]) not in allowed:
             raise QueryRefused("graph", f"GRAPH {node['term']} is not a graph of this KG (its graphs: {', '.join(sorted(allowed))})")
-    for node in _nodes(query.algebra):
+    for node in _nodes(query.algebra):  # a second pass: a query that breaks both is refused for what it reaches, not its shape
         if node.name == "BGP" and len(_components([_pattern_vars(t) for t in node.get("triples") or []])) > 1:
             raise QueryRefused("cartesian", "its triple patterns share no variable: the rows would be every combination of unrelated matches")
         if node.name in ("Join", "LeftJoin") and _disjoint(node.get("p1"), node.get("p2")):
@@ -96,8 +96,8 @@ def _pattern_vars(triple) -> set[str]:  # type: ignore[no-untyped-def]
 
 
 def _components(groups: list[set[str]]) -> list[set[str]]:
-    """Triple patterns joined by shared variables; a pattern without variables joins nothing and is
-    its own component only if it is the one pattern (a fixed fact asked as is)."""
+    """The variable sets of triple patterns merged where they share a variable; patterns without
+    variables (a fixed fact asked as is) are left out: they multiply no rows."""
     merged: list[set[str]] = []
     for found in (g for g in groups if g):
         touching = [m for m in merged if m & found]
