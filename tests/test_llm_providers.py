@@ -176,7 +176,8 @@ def test_every_prompt_file_names_its_source_and_renders():
     values = dict.fromkeys(["question", "topic", "k", "relations", "facts", "background", "outline", "head",
                             "relation", "tails", "examples", "candidates", "paths", "answers", "label_name", "entity_type",
                             "entity", "kg", "kg_description", "labels", "triples", "gnn", "pairs", "count", "graph", "evidence",
-                            "limit", "schema", "label", "feedback", "topics"], "X")
+                            "limit", "schema", "label", "feedback", "topics", "example_question", "example_topics",
+                            "example_query"], "X")
     for name in names:
         prompt = load_prompt(name)
         assert prompt.source, f"{name} does not cite its source"

@@ -245,3 +245,24 @@ def test_the_cypher_checker_refuses_before_planning_a_query_without_this_kg(tmp_
     for text in ["MATCH (n) RETURN n", "MATCH (n {kg: 'other'}) RETURN n", "MATCH (n {kg: $kg}), (m {kg: 'x'}) RETURN n"]:
         with pytest.raises(QueryRefused, match="kg-scope"):
             check_cypher(NoServer(), text, {})
+
+
+def test_the_prompts_worked_example_is_a_query_over_this_kg_that_the_checks_accept(store_url):
+    """Small models copy the worked example: it is written over this KG's own graph, relation and
+    entity, so the copy is a query that runs (an example over another KG taught Gemma to read a graph
+    the checks refuse)."""
+
+    class CopiesTheExample(ScriptedLLM):
+        few_shot = True
+
+    def copy(prompt: str) -> str:
+        return prompt.split("Query:\n", 1)[1].split("\n\n", 1)[0]
+
+    llm = CopiesTheExample(copy)
+    with Engine(store_url, "text2query", llm=llm, kg="films") as engine:
+        answer = engine.ask("who directed Kismet")
+    [record] = answer.evidence.queries
+    assert record["verdict"] == "ran" and answer.trace.fallback is None, record
+    copied = copy(llm.prompts[0])
+    assert record["query"].startswith(copied)
+    assert ("$kg" in copied) if store_url.startswith("bolt") else (f"<{FILMS.data_graph}>" in copied and "urn:kgqa:kg:example" not in copied)

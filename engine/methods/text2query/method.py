@@ -36,6 +36,9 @@ def written_query(reply: str) -> str:
     return (fenced.group(1) if fenced else reply).strip()
 
 
+NO_EXAMPLE = {"example_question": "(this KG has no facts)", "example_topics": "none", "example_query": "none"}
+
+
 class Text2Query:
     def __init__(self, store: GraphStore, llm: Any, schema: Callable[[], Schema], fallback: Callable[[str, list[str] | None], Answer],
                  retries: int, limit: int, encoder: Any = None):
@@ -54,7 +57,7 @@ class Text2Query:
             try:
                 reply = session.ask(f"text2query.{schema.language}.{attempt + 1}", f"text2query_{schema.language}",
                                     schema=schema.text, question=question, topics=self._topics(schema, linking) or "none found",
-                                    feedback=feedback)
+                                    feedback=feedback, **(schema.example or NO_EXAMPLE))
             except LLMError as error:
                 reason = f"the LLM failed: {error}"
                 break
