@@ -39,6 +39,11 @@ def _kind(words: str, freebase: bool) -> tuple[str, str]:
     return "noun", words
 
 
+def relation_words(label: str) -> tuple[str, str]:
+    """A relation's kind of words (noun, passive, verb, isa, predicate) and the words its phrases use."""
+    return _kind(readable_relation(label), is_freebase_path(label))
+
+
 def answer_type(step: Step) -> str | None:
     """The answer's type where the relation's name says it: the subject type of a Freebase property,
     for a step walked backwards (the answers are its subjects)."""

@@ -21,6 +21,9 @@ class KGFROptions:
     decline_below: float = option(
         -1.0, "Without an LLM: decline when the calibrated probability that the KG holds an answer is below this "
         "(0: answer whenever a topic is linked; below 0: the checkpoint's threshold, chosen on validation, see kgqa calibrate)", min=-1.0, max=1.0)
+    answer_kind: bool = option(
+        True, "Rank candidates of a kind the question does not ask for last (a year for 'which country', a person for "
+        "'when'; the KG's types where it has them)", flags=("--answer-kind/--any-kind",))
 
 
 def build(context: MethodContext, options: KGFROptions) -> Runner:
@@ -29,14 +32,15 @@ def build(context: MethodContext, options: KGFROptions) -> Runner:
 
     scorer = shared_scorer(context)
     if context.llm is None:
-        answerer = KGFRAnswerer(context.store, scorer=scorer, decline_below=None if options.decline_below < 0 else options.decline_below)
+        answerer = KGFRAnswerer(context.store, scorer=scorer, decline_below=None if options.decline_below < 0 else options.decline_below,
+                                answer_kind=options.answer_kind)
         return lambda question, topics=None: answerer.answer(question, topics).to_answer()
     from kgqa.llm.relation_language import load_or_generate
     from kgqa.methods.kgfr.llm_loop import LLMKGFR
 
     language = context.shared(("relation-language", id(context.llm)), lambda: load_or_generate(context.store, context.llm))
     descriptions = (language.descriptions or None) if options.describe_relations else None
-    retriever = KGFRAnswerer(context.store, scorer=scorer, descriptions=descriptions)
+    retriever = KGFRAnswerer(context.store, scorer=scorer, descriptions=descriptions, answer_kind=options.answer_kind)
     return LLMKGFR(retriever, context.llm, language, options.max_steps).answer
 
 

@@ -26,6 +26,7 @@ from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
+from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
 
 
@@ -89,8 +90,9 @@ class KGFRAnswerer:
 
     def __init__(self, store: GraphStore, checkpoint: str | Path | None = None, encoder: TextEncoder | None = None,
                  k: int = 20, n: int = 20, device: str = "auto", descriptions: dict[str, str] | None = None,
-                 scorer: KGFRScorer | None = None, decline_below: float | None = None):
+                 scorer: KGFRScorer | None = None, decline_below: float | None = None, answer_kind: bool = True):
         self.store = store
+        self.answer_kind = answer_kind  # candidates of the kind the question does not ask for rank last (kgfr/answer_kind.py)
         self.scorer = scorer or KGFRScorer(checkpoint, device, encoder, window_ms=0)
         self.model, self.meta, self.encoder = self.scorer.model, self.scorer.meta, self.scorer.encoder
         self.hops, self.lam, self.margin = self.scorer.hops, self.scorer.lam, self.scorer.margin
@@ -148,18 +150,22 @@ class KGFRAnswerer:
     def read(self, sg: Subgraph, scored: Scored, probe: str,
              seconds: dict[str, float] | None = None) -> tuple[Scored, list[dict[str, float | str]], float | None]:
         """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
-        it has one (kgfr/path_reader.py), the groups it read (best first), and how far its "no path
+        it has one (kgfr/path_reader.py), then candidates of a kind the question does not ask for moved
+        last (kgfr/answer_kind.py); the groups the reader read (best first), and how far its "no path
         reads it" beats the best group (None without such a reader). Confidence and declining keep
         reading the model's own scores, which their calibration was fitted on, and that last number."""
-        if self.scorer.reader is None:
-            return scored, [], None
-        check("reading")
         mark = time.perf_counter()
-        fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder)
+        fused, reading, lacking = scored.scores, [], None
+        if self.scorer.reader is not None:
+            check("reading")
+            fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder)
+            reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])]
+            lacking = read.lacking
+        if self.answer_kind:
+            fused, _ = demote_wrong_kind(fused, sg, probe, self.encoder)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
-        reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])]
-        return replace(scored, scores=fused), reading, read.lacking
+        return replace(scored, scores=fused), reading, lacking
 
     def confidence(self, found: dict[str, float]) -> tuple[float | None, float | None]:
         """(confidence, answerability): the calibrated probabilities that the top answer is right and

@@ -1,0 +1,207 @@
+"""What the question asks for (issue 46, part 2): the answer's kind read from the question's words and
+each candidate's kind read from the KG, so that a candidate of the wrong kind loses ("which country
+was X born in" is not answered with X's birth year; "when was X released" not with its director).
+
+Kinds a KG shows without a model:
+- literals: a label that is a year, a date or a number (MetaQA's release years, Freebase dates);
+- types: where the KG has a type relation (rdf:type, "instance of", Wikidata's P31, Freebase's
+  `/type/object/type`), the labels of a candidate's types, matched to the asked kind's words by the
+  sentence encoder ("which film" against types "film", "person", "country").
+- roles: where the asked noun is what a relation's objects are called ("which actors" and
+  `starred_actors`, "which genres" and `has_genre`), the candidates that are the object of no such
+  relation in the subgraph (the films a "which actors has X directed" walks through).
+A KG without types or such words (the scale KG's `located_in` holds cities and countries alike)
+tells a city from a country only through its paths, which the path reader reads
+(kgfr/path_reader.py); this gate adds what a pooled or per-hop cosine cannot be sure of. A candidate whose kind is unknown is never penalised, and the gate
+does nothing unless the subgraph holds candidates of both the asked and another kind."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kgqa.core.subgraph import Subgraph
+
+_TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
+_NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight",
+                 "runtime", "duration", "rating", "score", "price", "many", "much"}
+_AUXILIARIES = {"is", "was", "are", "were", "be", "been", "does", "did", "do", "has", "have", "had", "can", "could", "will",
+                "would", "should", "of", "about", "else", "other", "others", "the", "a", "an", "things", "thing", "one", "ones",
+                "kind", "kinds", "sort", "sorts", "type", "types"}
+_WH = re.compile(r"\b(?:which|what)\s+(?:(?:kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)(?:\s+([a-z][a-z\-]*))?")
+_THE_X_OF = re.compile(r"\b(?:what(?:'s| is| was| are| were)|name|list|tell me|give me)\s+(?:all\s+)?the\s+([a-z][a-z\- ]*?)\s+(?:of|for|in|behind)\b")
+_WHEN = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|years|date|decade|century)\b)|\b(?:what|which)\s+year\b")
+_WHO = re.compile(r"^\W*(?:who|whom)\b|\bby whom\b")
+_YEAR = re.compile(r"^\s*(?:1[0-9]{3}|20[0-9]{2})\s*$")
+_DATE = re.compile(r"^\s*\d{4}-\d{2}(?:-\d{2})?(?:[T ].*)?$|^\s*\d{1,2} [A-Z][a-z]+ \d{4}\s*$")
+_NUMBER = re.compile(r"^\s*[-+]?\d[\d,]*(?:\.\d+)?\s*$")
+# instance typing only: a taxonomy's "is a" / "subclass of" (GO, UMLS) links classes, not answers to their kinds
+TYPE_RELATION = re.compile(r"(?:^|[/#:_ ])(?:type|instance[_ ]of|P31)$", re.IGNORECASE)
+TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much like the asked noun for types to count
+# the asked noun must be (nearly) the word a relation's objects are called by: "actors" ~ "starred actors" 0.81,
+# "genres" ~ "genre" 0.91 count; "company" ~ "industry" 0.71 or "films" ~ "director" 0.56 do not
+ROLE_MATCH_FLOOR = 0.75
+TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below the best typed candidate's is of another kind
+
+
+@dataclass(frozen=True)
+class AskedKind:
+    """`literal`: "time" (when / what year), "number" (how many / what population), "entity" (who,
+    which country, …: not a bare year or number) or None (the question does not say); `noun`: the
+    kind's words where the question names one ("country", "film director")."""
+
+    literal: str | None
+    noun: str | None
+
+
+def asked_kind(probe: str) -> AskedKind:
+    """The kind of answer a question asks for, from its words (the probe: topics masked)."""
+    text = probe.lower()
+    noun = None
+    for match in _WH.finditer(text):
+        first, second = match.group(1), match.group(2)
+        if first in _AUXILIARIES:
+            continue
+        noun = first if second is None or second in _AUXILIARIES or second == "something" else f"{first} {second}"
+        break
+    if noun is None and (match := _THE_X_OF.search(text)):
+        noun = match.group(1)
+    head = noun.split()[-1] if noun else None  # "birth year" → year
+    if _WHEN.search(text) or head in _TIME_WORDS:
+        return AskedKind("time", noun)
+    if re.search(r"\bhow (?:many|much|tall|old|long|big|high)\b", text) or head in _NUMBER_WORDS:
+        return AskedKind("number", noun)
+    if noun or _WHO.search(text) or re.search(r"^\W*where\b", text):
+        return AskedKind("entity", noun)
+    return AskedKind(None, None)
+
+
+def literal_kind(label: str) -> str | None:
+    """"time" for a year or a date, "number" for another number, None for anything else."""
+    if _YEAR.match(label) or _DATE.match(label):
+        return "time"
+    if _NUMBER.match(label):
+        return "number"
+    return None
+
+
+def subjects(sg: Subgraph) -> np.ndarray:
+    """The nodes that are the subject of some fact of the subgraph (a bool per node)."""
+    kinds = np.asarray(sg.edge_type)
+    heads = np.where(kinds % 2 == 0, sg.edge_index[0], sg.edge_index[1])
+    out = np.zeros(sg.num_nodes, dtype=bool)
+    out[heads] = True
+    return out
+
+
+def literal_nodes(sg: Subgraph) -> list[str | None]:
+    """Each node's literal kind: a label that reads as a year, date or number, of a node that is no
+    fact's subject (the year 2012 is only ever an object); "either" for such a label on a subject (a
+    film called "2012", or a KG like MetaQA's where the film and the year are one node); None for
+    anything else."""
+    is_subject = subjects(sg)
+    kinds = [literal_kind(label) for label in sg.node_labels]
+    return ["either" if kind is not None and is_subject[i] else kind for i, kind in enumerate(kinds)]
+
+
+def _literal_mismatch(sg: Subgraph, asked: str) -> np.ndarray:
+    kinds = literal_nodes(sg)
+    if asked == "entity":
+        return np.array([k in ("time", "number") for k in kinds])
+    wanted = np.array([k == asked for k in kinds])
+    return np.array([k != asked and k != "either" for k in kinds]) if wanted.any() else np.zeros(len(kinds), dtype=bool)
+
+
+def node_types(sg: Subgraph) -> tuple[dict[int, list[str]], set[int]]:
+    """Each node's type labels, from the subgraph's facts of a type relation, and the nodes that are
+    types themselves (none: {}, set())."""
+    typing = [i for i, label in enumerate(sg.relation_labels) if TYPE_RELATION.search(label.strip())]
+    if not typing:
+        return {}, set()
+    kinds = np.asarray(sg.edge_type)  # 2·relation + inverse: an inverse edge runs from the type to the typed node
+    out: dict[int, set[str]] = {}
+    classes: set[int] = set()
+    for e in np.flatnonzero(np.isin(kinds // 2, typing)).tolist():
+        head, tail = int(sg.edge_index[0][e]), int(sg.edge_index[1][e])
+        node, kind = (tail, head) if kinds[e] % 2 else (head, tail)
+        out.setdefault(node, set()).add(sg.node_labels[kind])
+        classes.add(kind)
+    return {node: sorted(types) for node, types in out.items()}, classes
+
+
+def _type_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Typed nodes whose best type reads less like the asked noun than the best typed node's does, and
+    the types themselves (a class is no answer to "which film")."""
+    mismatch = np.zeros(sg.num_nodes, dtype=bool)
+    types, classes = node_types(sg)
+    if not types:
+        return mismatch
+    names = sorted({t for ts in types.values() for t in ts})
+    vectors = dict(zip(names, encoder.encode(names)))
+    [asked] = encoder.encode([noun])
+    best = {node: max(float(vectors[t] @ asked) for t in ts) for node, ts in types.items()}
+    top = max(best.values())
+    if top < TYPE_MATCH_FLOOR:  # no type of the subgraph is what the question asks for: the types say nothing
+        return mismatch
+    for node, value in best.items():
+        mismatch[node] = value < top - TYPE_MATCH_SLACK
+    mismatch[list(classes - set(types))] = True
+    return mismatch
+
+
+def object_role(label: str) -> str:
+    """What a relation's objects are called: "director" for `directed_by`, "genre" for `has_genre`,
+    "starred actors", "release year"; a relation of no such word keeps its words ("located in")."""
+    from kgqa.eval.synth.phrasing import agent_noun, relation_words
+
+    kind, words = relation_words(label)
+    return (agent_noun(words) or words) if kind == "passive" else words
+
+
+def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Where the asked noun is what some relation's objects are called ("which actors" and
+    `starred_actors`): the nodes that are the object of no such relation in the subgraph."""
+    mismatch = np.zeros(sg.num_nodes, dtype=bool)
+    kinds = np.asarray(sg.edge_type)
+    if kinds.size == 0:
+        return mismatch
+    roles = [object_role(label) for label in sg.relation_labels]
+    [asked] = encoder.encode([noun])
+    similarity = encoder.encode(roles) @ asked
+    top = float(similarity.max())
+    if top < ROLE_MATCH_FLOOR:
+        return mismatch
+    matched = np.flatnonzero(similarity >= top - TYPE_MATCH_SLACK)
+    objects = np.where(kinds % 2 == 0, sg.edge_index[1], sg.edge_index[0])  # an inverse edge starts at the fact's object
+    playing = objects[np.isin(kinds // 2, matched)]
+    mismatch[:] = True
+    mismatch[playing] = False
+    return mismatch
+
+
+def wrong_kind(sg: Subgraph, probe: str, encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The nodes whose kind is not the one the question asks for (a bool per node; all False when the
+    question names no kind or the subgraph shows none)."""
+    asked = asked_kind(probe)
+    mismatch = np.zeros(sg.num_nodes, dtype=bool)
+    if asked.literal is not None:
+        mismatch |= _literal_mismatch(sg, asked.literal)
+    if asked.noun and asked.literal == "entity" and encoder is not None:
+        by_type = _type_mismatch(sg, asked.noun, encoder)
+        mismatch |= by_type if by_type.any() else _role_mismatch(sg, asked.noun, encoder)
+    return mismatch
+
+
+def demote_wrong_kind(scores: torch.Tensor, sg: Subgraph, probe: str, encoder) -> tuple[torch.Tensor, int]:  # type: ignore[no-untyped-def]
+    """Scores where every candidate of the wrong kind ranks below every other (their order kept among
+    themselves), and how many were demoted. Nothing moves when every finite candidate is of the
+    wrong kind (the question's kind was misread, or the subgraph holds none of it)."""
+    finite = torch.isfinite(scores)
+    mismatch = torch.from_numpy(wrong_kind(sg, probe, encoder)) & finite
+    if not mismatch.any() or bool((finite & ~mismatch).sum() == 0):
+        return scores, 0
+    spread = float(scores[finite].max() - scores[finite].min()) + 1.0
+    return torch.where(mismatch, scores - spread, scores), int(mismatch.sum())

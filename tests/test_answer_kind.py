@@ -1,0 +1,140 @@
+"""What the question asks for (kgqa.methods.kgfr.answer_kind): the kind read from the question, the
+kinds a real store's subgraph shows (years that are only objects, a film called "2012", type facts),
+and the demotion of candidates of the wrong kind, alone and through KGFR's answer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import store_from_lines
+
+from kgqa.core.namespace import KGNamespace
+from kgqa.methods.kgfr.answer_kind import AskedKind, asked_kind, demote_wrong_kind, literal_nodes, node_types, wrong_kind
+from kgqa.retrieval.app import retrieve
+from kgqa.retrieval.store_url import open_store
+from kgqa.retrieval.text import TextEncoder
+
+NS = KGNamespace("kinds")
+LINES = [
+    "Kismet|directed_by|William Dieterle",
+    "Kismet|release_year|1944",
+    "Kismet|in_language|English",
+    "2012|directed_by|Roland Emmerich",  # a film whose name reads as a year
+    "2012|release_year|2009",
+    "William Dieterle|directed|2012",  # not true, but it puts the film "2012" one step from Kismet's director
+    "William Dieterle|type|person",
+    "Roland Emmerich|type|person",
+    "Kismet|type|film",
+    "2012|type|film",
+    "English|type|language",
+    "film|is_a|work",  # a taxonomy's link between classes: no instance's type
+]
+ROLES = [  # no types: the kinds are what the relations' objects are called
+    "Kismet|directed_by|William Dieterle",
+    "Kismet|starred_actors|Ronald Colman",
+    "Random Harvest|starred_actors|Ronald Colman",
+    "Random Harvest|starred_actors|Greer Garson",
+    "Random Harvest|has_genre|Drama",
+    "Random Harvest|release_year|1942",
+]
+
+
+@pytest.fixture(scope="module")
+def subgraph(tmp_path_factory):
+    store = open_store(store_from_lines(tmp_path_factory.mktemp("kinds"), "kinds", LINES), "kinds")
+    try:
+        return retrieve(store, [NS.entity("Kismet")], 3, 100)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("probe, expected", [
+    ("when was something released", AskedKind("time", None)),
+    ("in which year did something come out", AskedKind("time", "year")),
+    ("what is the birth year of something", AskedKind("time", "birth year")),
+    ("which country was something born in", AskedKind("entity", "country")),
+    ("what sort of movie is something", AskedKind("entity", "movie")),
+    ("name the director of something", AskedKind("entity", "director")),
+    ("who directed something", AskedKind("entity", None)),
+    ("how many films did something direct", AskedKind("number", None)),
+    ("what else did the director of something make", AskedKind(None, None)),
+])
+def test_the_asked_kind_is_read_from_the_question(probe, expected):
+    assert asked_kind(probe) == expected
+
+
+def test_a_year_is_a_literal_only_where_it_is_no_facts_subject(subgraph):
+    kinds = dict(zip(subgraph.node_labels, literal_nodes(subgraph)))
+    assert kinds["1944"] == "time" and kinds["2009"] == "time"
+    assert kinds["2012"] == "either"  # a film: it is directed by someone
+    assert kinds["Kismet"] is None and kinds["William Dieterle"] is None
+
+
+def test_types_are_read_from_the_type_relation_in_either_direction(subgraph):
+    types, classes = node_types(subgraph)
+    types = {subgraph.node_labels[n]: ts for n, ts in types.items()}
+    assert types["William Dieterle"] == ["person"] and types["2012"] == ["film"] and types["English"] == ["language"]
+    assert {subgraph.node_labels[n] for n in classes} == {"person", "film", "language"}  # not "work": is_a is a taxonomy
+
+
+def test_candidates_of_the_wrong_kind_rank_last_and_keep_their_order(subgraph):
+    sg = subgraph
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.arange(sg.num_nodes, dtype=torch.float32)
+    scores[index["Kismet"]] = float("-inf")  # the topic
+    scores[index["1944"]] = 100.0  # the scorer's favourite: a year
+    scores[index["work"]] = 50.0  # no type: its kind is unknown, so it is never demoted
+    encoder = TextEncoder()
+    # "which language ..." — the year is no language, and the typed candidates other than English are of another type
+    demoted, count = demote_wrong_kind(scores, sg, "which language is something in", encoder)
+    order = [sg.node_labels[int(i)] for i in torch.argsort(demoted, descending=True) if torch.isfinite(demoted[i])]
+    assert order[:2] == ["work", "English"] and count >= 3
+    assert order.index("1944") > order.index("English")
+    # "when ..." — only the years are of the asked kind
+    demoted, _ = demote_wrong_kind(scores, sg, "when was something released", encoder)
+    top_three = {sg.node_labels[int(i)] for i in torch.argsort(demoted, descending=True)[:3]}
+    assert top_three == {"1944", "2009", "2012"}  # the film "2012" reads as a year too: it keeps its place
+    # a question that names no kind moves nothing
+    same, count = demote_wrong_kind(scores, sg, "something?", encoder)
+    assert count == 0 and torch.equal(same, scores)
+
+
+def test_nothing_moves_when_every_candidate_is_of_the_wrong_kind(subgraph):
+    sg = subgraph
+    scores = torch.full((sg.num_nodes,), float("-inf"))
+    scores[sg.node_labels.index("1944")] = 3.0
+    scores[sg.node_labels.index("2009")] = 2.0
+    same, count = demote_wrong_kind(scores, sg, "who directed something", None)
+    assert count == 0 and torch.equal(same, scores)
+    assert wrong_kind(sg, "who directed something", None)[sg.node_labels.index("1944")]
+
+
+def test_kgfr_answers_with_the_kind_asked(tmp_path):
+    from kgqa import Engine
+
+    url = store_from_lines(tmp_path, "kinds", LINES)
+    with Engine(url, "kgfr", kg="kinds") as engine:
+        answer = engine.ask("when did Kismet come out", topics=["Kismet"])
+        assert answer.answers[0].label == "1944"
+        answer = engine.ask("which language do they speak in Kismet", topics=["Kismet"])
+        assert answer.answers[0].label not in {"1944", "2009"}
+
+
+def test_a_noun_that_names_a_relations_objects_keeps_only_those_objects(tmp_path):
+    store = open_store(store_from_lines(tmp_path, "roles", ROLES), "roles")
+    try:
+        sg = retrieve(store, [NS.entity("Kismet").replace(":kinds:", ":roles:")], 3, 100)
+    finally:
+        store.close()
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    encoder = TextEncoder()
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["Kismet"]] = float("-inf")
+    scores[index["Random Harvest"]] = 10.0  # the film the question walks through, the scorer's favourite
+    demoted, _ = demote_wrong_kind(scores, sg, "which actors did the stars of something work with", encoder)
+    ranked = [sg.node_labels[int(i)] for i in torch.argsort(demoted, descending=True)[:2]]
+    assert set(ranked) == {"Ronald Colman", "Greer Garson"}  # the objects of starred_actors
+    assert demoted[index["Random Harvest"]] < demoted[index["Greer Garson"]]
+    # "films" is what no relation's objects are called here: only the year moves (no film is a year)
+    moved, count = demote_wrong_kind(scores, sg, "which films did the stars of something make", encoder)
+    assert count == 1 and moved[index["1942"]] < scores[index["1942"]]
