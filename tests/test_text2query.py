@@ -30,7 +30,7 @@ LINES = [
 ]
 OTHER_LINES = ["Secret Film|directed_by|Hidden Person", "Secret Film|release_year|2001"]
 RULES = {"read-only", "service", "graph", "limit", "cartesian", "not-a-query", "empty", "explain", "load-csv", "transactions",
-         "procedure", "database", "kg-scope"}
+         "procedure", "database", "kg-scope", "unanchored"}
 
 
 class Trap(http.server.BaseHTTPRequestHandler):
@@ -249,20 +249,35 @@ def test_the_cypher_checker_refuses_before_planning_a_query_without_this_kg(tmp_
 
 def test_the_prompts_worked_example_is_a_query_over_this_kg_that_the_checks_accept(store_url):
     """Small models copy the worked example: it is written over this KG's own graph, relation and
-    entity, so the copy is a query that runs (an example over another KG taught Gemma to read a graph
-    the checks refuse)."""
+    entity, so that a copy with the question's topic put in is a query that runs (an example over
+    another KG taught Gemma to read a graph the checks refuse); a copy as is, about the example's
+    entity, names none of the question's topics and is refused as such."""
 
     class CopiesTheExample(ScriptedLLM):
         few_shot = True
 
-    def copy(prompt: str) -> str:
+    def example(prompt: str) -> str:
         return prompt.split("Query:\n", 1)[1].split("\n\n", 1)[0]
 
-    llm = CopiesTheExample(copy)
+    def topics(prompt: str) -> list[str]:
+        return [line.split(" is ", 1)[0] for line in prompt.splitlines() if line.startswith("Topic entities: ")]
+
+    def follow(prompt: str) -> str:  # the example with this question's topic in place of the example's
+        shown, asked = topics(prompt)[:2]
+        return example(prompt).replace(shown.removeprefix("Topic entities: "), asked.removeprefix("Topic entities: ").split(";")[0])
+
+    llm = CopiesTheExample(follow)
     with Engine(store_url, "text2query", llm=llm, kg="films") as engine:
         answer = engine.ask("who directed Kismet")
-    [record] = answer.evidence.queries
-    assert record["verdict"] == "ran" and answer.trace.fallback is None, record
-    copied = copy(llm.prompts[0])
-    assert record["query"].startswith(copied)
-    assert ("$kg" in copied) if store_url.startswith("bolt") else (f"<{FILMS.data_graph}>" in copied and "urn:kgqa:kg:example" not in copied)
+        copied = example(llm.prompts[0])
+        [record] = answer.evidence.queries
+        assert record["verdict"] in ("ran", "no rows"), record
+        assert ("$kg" in copied) if store_url.startswith("bolt") else (f"<{FILMS.data_graph}>" in copied and "urn:kgqa:kg:example" not in copied)
+        if store_url.startswith("bolt"):
+            return  # Cypher names the topic as $topic0, in the example as in the question: a copy is always anchored
+        shown = topics(llm.prompts[0])[0]
+        other = next(film for film in ("Juarez", "Random Harvest") if film not in shown)
+        llm.replies = example
+        answer = engine.ask(f"who directed {other}")
+    # the example's query is about the example's entity, not this question's: refused, and kgfr answers
+    assert {r["rule"] for r in answer.evidence.queries} == {"unanchored"} and answer.trace.fallback, answer.evidence.queries

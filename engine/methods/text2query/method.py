@@ -21,7 +21,7 @@ from kgqa.llm.session import LLMSession
 from kgqa.methods.text2query.cypher_guard import check_cypher
 from kgqa.methods.text2query.refusal import QueryRefused
 from kgqa.methods.text2query.schema import Schema
-from kgqa.methods.text2query.sparql_guard import check_sparql
+from kgqa.methods.text2query.sparql_guard import check_sparql, mentioned_iris
 from kgqa.methods.linking_step import linked_into
 from kgqa.retrieval.linking import Linking
 from kgqa.sparql import escape
@@ -97,9 +97,12 @@ class Text2Query:
         if schema.language == "cypher":
             params = {**schema.params, **{f"topic{i}": t.entity.iri for i, t in enumerate(linking.topics)}}
             check_cypher(self.store, query, params)
+            _check_anchored(linking, [f"topic{i}" for i in range(len(linking.topics)) if re.search(rf"\$topic{i}(?!\d)", query)])
             return self.store.read_rows(query, params, self.limit)  # type: ignore[attr-defined]
         checked = check_sparql(query, schema.graphs, self.limit)
         record["query"] = checked  # the text that ran (a LIMIT may have been added)
+        named = mentioned_iris(checked)
+        _check_anchored(linking, [t.entity.iri for t in linking.topics if t.entity.iri in named])
         return self.store.select_asked(checked)  # type: ignore[attr-defined]
 
     def _answers(self, rows: list[dict[str, Any]] | bool) -> list[AnswerItem]:
@@ -134,6 +137,14 @@ class Text2Query:
         fallback.trace.seconds = {**result.trace.seconds, **{f"fallback.{k}": v for k, v in fallback.trace.seconds.items()}}
         fallback.trace.fallback = f"kgfr's answer (no LLM): {reason}"
         return fallback
+
+
+def _check_anchored(linking: Linking, used: list[str]) -> None:
+    """A query that names none of the question's linked topics answers some other question (a small
+    model copies the worked example's entity): refused, so that it is written again or kgfr answers."""
+    if linking.topics and not used:
+        names = ", ".join(f'"{t.entity.label}"' for t in linking.topics)
+        raise QueryRefused("unanchored", f"the query names none of the question's topic entities ({names}): its rows would not be about them")
 
 
 def _looks_like_iri(text: str) -> bool:

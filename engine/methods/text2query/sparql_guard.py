@@ -44,6 +44,21 @@ def check_sparql(text: str, graphs: Iterable[str], limit: int) -> str:
     return text
 
 
+def mentioned_iris(text: str) -> set[str]:
+    """Every IRI a (readable) query names, prefixed names expanded."""
+    found: set[str] = set()
+    stack: list[object] = [_parse(text).algebra]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, URIRef):
+            found.add(str(node))
+        elif isinstance(node, (CompValue, dict)):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple, set)):
+            stack.extend(node)
+    return found
+
+
 def _parse(text: str):  # type: ignore[no-untyped-def]
     if not text.strip():
         raise QueryRefused("empty", "no query was written")
