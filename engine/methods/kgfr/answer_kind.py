@@ -31,7 +31,7 @@ _NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "c
 _AUXILIARIES = {"is", "was", "are", "were", "be", "been", "does", "did", "do", "has", "have", "had", "can", "could", "will",
                 "would", "should", "of", "about", "else", "other", "others", "the", "a", "an", "things", "thing", "one", "ones",
                 "kind", "kinds", "sort", "sorts", "type", "types"}
-_WH = re.compile(r"\b(?:which|what)\s+(?:(?:kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)(?:\s+([a-z][a-z\-]*))?")
+_WH = re.compile(r"\b(?:which|what)\s+(?:(?:kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)")
 _THE_X_OF = re.compile(r"\b(?:what(?:'s| is| was| are| were)|name|list|tell me|give me)\s+(?:all\s+)?the\s+([a-z][a-z\- ]*?)\s+(?:of|for|in|behind)\b")
 _WHEN = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|years|date|decade|century)\b)|\b(?:what|which)\s+year\b")
 _WHO = re.compile(r"^\W*(?:who|whom)\b|\bby whom\b")
@@ -61,12 +61,10 @@ def asked_kind(probe: str) -> AskedKind:
     """The kind of answer a question asks for, from its words (the probe: topics masked)."""
     text = probe.lower()
     noun = None
-    for match in _WH.finditer(text):
-        first, second = match.group(1), match.group(2)
-        if first in _AUXILIARIES:
-            continue
-        noun = first if second is None or second in _AUXILIARIES or second == "something" else f"{first} {second}"
-        break
+    for match in _WH.finditer(text):  # one word: in "which person directed …" the next is a verb, not part of the kind
+        if match.group(1) not in _AUXILIARIES:
+            noun = match.group(1)
+            break
     if noun is None and (match := _THE_X_OF.search(text)):
         noun = match.group(1)
     head = noun.split()[-1] if noun else None  # "birth year" → year
