@@ -149,3 +149,47 @@ def relation_question(label: str, inverse: bool, descriptions: Mapping[str, str]
     if reverse.startswith("inverse of: "):  # a description given for one direction only: read the fact from the topic
         return f"{TOPIC_MASK} {relation_description(label, inverse, descriptions, 'v2')} what"
     return f"what {reverse} {TOPIC_MASK}"
+
+
+def _kind(words: str, freebase: bool) -> tuple[str, str]:
+    """(kind, the words the phrases use)."""
+    tokens = words.split()
+    if words in ("is a", "instance of", "type", "subclass of"):
+        return "isa", words
+    if len(tokens) > 1 and tokens[0] in ("has", "have"):
+        return "noun", " ".join(tokens[1:])
+    if len(tokens) > 1 and tokens[-1] == "by":
+        return "passive", words
+    if len(tokens) > 1 and tokens[-1] in PREPOSITIONS | {"of"} and tokens[0] not in PREPOSITIONS:
+        return "predicate", words[3:] if words.startswith("is ") else words
+    if not freebase and len(tokens) <= 2 and third_person_verb(tokens[0], len(tokens) == 1):
+        return "verb", words
+    if tokens and tokens[0] in PREPOSITIONS and len(tokens) > 1:  # "in language" → "language"
+        return "noun", " ".join(tokens[1:])
+    return "noun", words
+
+
+def relation_words(label: str) -> tuple[str, str]:
+    """A relation's kind of words (noun, passive, verb, isa, predicate) and the words its phrases use."""
+    return _kind(readable_relation(label), is_freebase_path(label))
+
+
+_AGENTS = {"written": "writer", "made": "maker", "sung": "singer", "built": "builder", "led": "leader", "taught": "teacher",
+           "held": "holder", "won": "winner", "played": "player", "starred": "star"}
+
+
+def agent_noun(passive: str) -> str | None:
+    """Who does what a passive relation says, for stacked possessives ("Kismet's director's films"):
+    "directed by" → "director", "produced by" → "producer", "written by" → "writer"; None where the
+    verb is no plain -ed participle ("located in" is no passive)."""
+    verb = passive.split()[0]
+    if verb in _AGENTS:
+        return _AGENTS[verb]
+    if not verb.endswith("ed") or len(verb) < 5:
+        return None
+    stem = verb[:-2]
+    if stem.endswith(("ct", "it", "at", "ut")):
+        return stem + "or"  # direct → director, edit → editor, create → creator
+    if stem.endswith(("c", "s", "v", "z", "g", "u")):
+        stem += "e"  # produc → produce, compos → compose
+    return stem + ("r" if stem.endswith("e") else "er")  # found → founder, own → owner

@@ -18,30 +18,7 @@ from __future__ import annotations
 import random
 
 from kgqa.eval.synth.walk import Step
-from kgqa.retrieval.relation_text import PREPOSITIONS, is_freebase_path, third_person_verb, inverse_words, readable_relation
-
-
-def _kind(words: str, freebase: bool) -> tuple[str, str]:
-    """(kind, the words the phrases use)."""
-    tokens = words.split()
-    if words in ("is a", "instance of", "type", "subclass of"):
-        return "isa", words
-    if len(tokens) > 1 and tokens[0] in ("has", "have"):
-        return "noun", " ".join(tokens[1:])
-    if len(tokens) > 1 and tokens[-1] == "by":
-        return "passive", words
-    if len(tokens) > 1 and tokens[-1] in PREPOSITIONS | {"of"} and tokens[0] not in PREPOSITIONS:
-        return "predicate", words[3:] if words.startswith("is ") else words
-    if not freebase and len(tokens) <= 2 and third_person_verb(tokens[0], len(tokens) == 1):
-        return "verb", words
-    if tokens and tokens[0] in PREPOSITIONS and len(tokens) > 1:  # "in language" → "language"
-        return "noun", " ".join(tokens[1:])
-    return "noun", words
-
-
-def relation_words(label: str) -> tuple[str, str]:
-    """A relation's kind of words (noun, passive, verb, isa, predicate) and the words its phrases use."""
-    return _kind(readable_relation(label), is_freebase_path(label))
+from kgqa.retrieval.relation_text import agent_noun, inverse_words, is_freebase_path, relation_words, third_person_verb
 
 
 def answer_type(step: Step) -> str | None:
@@ -59,7 +36,7 @@ def _base(verb: str) -> str:
 
 def noun_phrase(step: Step, x: str, rng: random.Random) -> str:
     """The entities one step from `x` (itself a name or a noun phrase), as a noun phrase."""
-    kind, w = _kind(readable_relation(step.label), is_freebase_path(step.label))
+    kind, w = relation_words(step.label)
     if kind == "noun":
         forms = [f"the {w} of {x}", f"{possessive(x)} {w}"] if not step.inverse else [f"whatever has {w} {x}", f"the things whose {w} is {x}"]
     elif kind == "passive":
@@ -76,27 +53,6 @@ def noun_phrase(step: Step, x: str, rng: random.Random) -> str:
     return rng.choice(forms)
 
 
-_AGENTS = {"written": "writer", "made": "maker", "sung": "singer", "built": "builder", "led": "leader", "taught": "teacher",
-           "held": "holder", "won": "winner", "played": "player", "starred": "star"}
-
-
-def agent_noun(passive: str) -> str | None:
-    """Who does what a passive relation says, for stacked possessives ("Kismet's director's films"):
-    "directed by" → "director", "produced by" → "producer", "written by" → "writer"; None where the
-    verb is no plain -ed participle ("located in" is no passive)."""
-    verb = passive.split()[0]
-    if verb in _AGENTS:
-        return _AGENTS[verb]
-    if not verb.endswith("ed") or len(verb) < 5:
-        return None
-    stem = verb[:-2]
-    if stem.endswith(("ct", "it", "at", "ut")):
-        return stem + "or"  # direct → director, edit → editor, create → creator
-    if stem.endswith(("c", "s", "v", "z", "g", "u")):
-        stem += "e"  # produc → produce, compos → compose
-    return stem + ("r" if stem.endswith("e") else "er")  # found → founder, own → owner
-
-
 def possessive(x: str) -> str:
     """"Kismet" → "Kismet's", "the films" → "the films'"; a noun phrase stacks ("Kismet's director's")."""
     return x + ("'" if x.endswith("s") and not x[:1].isupper() else "'s")
@@ -108,7 +64,7 @@ def else_question(step: Step, x: str, rng: random.Random) -> str | None:
     "Kismet's director also directed what?"; None for a step walked forwards."""
     if not step.inverse:
         return None
-    kind, w = _kind(readable_relation(step.label), is_freebase_path(step.label))
+    kind, w = relation_words(step.label)
     if kind == "noun":
         forms = [f"what else has {w} {x}?", f"which others have {w} {x}?", f"name other things with {w} {x}."]
     elif kind == "passive":
@@ -131,7 +87,7 @@ def _be(predicate: str) -> str:
 
 def question_for_step(step: Step, x: str, rng: random.Random) -> str:
     """A question whose answers are the entities one step from `x`."""
-    kind, w = _kind(readable_relation(step.label), is_freebase_path(step.label))
+    kind, w = relation_words(step.label)
     kind_of = answer_type(step)
     which = f"which {kind_of}" if kind_of and rng.random() < 0.5 else "what"
     if kind == "noun":

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from kgqa.core.subgraph import Subgraph
+from kgqa.retrieval.relation_text import agent_noun, relation_words
 
 _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
 _NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight",
@@ -153,8 +154,6 @@ def _type_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ign
 def object_role(label: str) -> str:
     """What a relation's objects are called: "director" for `directed_by`, "genre" for `has_genre`,
     "starred actors", "release year"; a relation of no such word keeps its words ("located in")."""
-    from kgqa.eval.synth.phrasing import agent_noun, relation_words
-
     kind, words = relation_words(label)
     return (agent_noun(words) or words) if kind == "passive" else words
 
