@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import store_from_lines
+from conftest import store_from_lines, subgraph_from_lines
 
-from kgqa.core.namespace import KGNamespace
 from kgqa.methods.kgfr.answer_kind import AskedKind, asked_kind, demote_wrong_kind, literal_nodes, node_types, wrong_kind
-from kgqa.retrieval.app import retrieve
-from kgqa.retrieval.store_url import open_store
 from kgqa.retrieval.text import TextEncoder
 
-NS = KGNamespace("kinds")
 LINES = [
     "Kismet|directed_by|William Dieterle",
     "Kismet|release_year|1944",
@@ -41,11 +37,7 @@ ROLES = [  # no types: the kinds are what the relations' objects are called
 
 @pytest.fixture(scope="module")
 def subgraph(tmp_path_factory):
-    store = open_store(store_from_lines(tmp_path_factory.mktemp("kinds"), "kinds", LINES), "kinds")
-    try:
-        return retrieve(store, [NS.entity("Kismet")], 3, 100)
-    finally:
-        store.close()
+    return subgraph_from_lines(tmp_path_factory.mktemp("kinds"), "kinds", LINES, "Kismet")
 
 
 @pytest.mark.parametrize("probe, expected", [
@@ -109,23 +101,22 @@ def test_nothing_moves_when_every_candidate_is_of_the_wrong_kind(subgraph):
     assert wrong_kind(sg, "who directed something", None)[sg.node_labels.index("1944")]
 
 
-def test_kgfr_answers_with_the_kind_asked(tmp_path):
+def test_kgfr_ranks_the_wrong_kind_last_and_any_kind_turns_it_off(tmp_path):
     from kgqa import Engine
 
     url = store_from_lines(tmp_path, "kinds", LINES)
-    with Engine(url, "kgfr", kg="kinds") as engine:
-        answer = engine.ask("when did Kismet come out", topics=["Kismet"])
-        assert answer.answers[0].label == "1944"
-        answer = engine.ask("which language do they speak in Kismet", topics=["Kismet"])
-        assert answer.answers[0].label not in {"1944", "2009"}
+    ranked = {}
+    for gate in (True, False):
+        with Engine(url, "kgfr", kg="kinds", answer_kind=gate) as engine:
+            answer = engine.ask("which language do they speak in Kismet", topics=["Kismet"])
+            ranked[gate] = [c["label"] for c in answer.evidence.candidates]
+    # on: the language and the one untyped node first; the people, films, classes and years after them
+    assert ranked[True][:2] == ["English", "work"] and set(ranked[True]) == set(ranked[False])
+    assert ranked[False][:2] != ranked[True][:2]  # off: the model's own order
 
 
 def test_a_noun_that_names_a_relations_objects_keeps_only_those_objects(tmp_path):
-    store = open_store(store_from_lines(tmp_path, "roles", ROLES), "roles")
-    try:
-        sg = retrieve(store, [NS.entity("Kismet").replace(":kinds:", ":roles:")], 3, 100)
-    finally:
-        store.close()
+    sg = subgraph_from_lines(tmp_path, "roles", ROLES, "Kismet")
     index = {label: i for i, label in enumerate(sg.node_labels)}
     encoder = TextEncoder()
     scores = torch.zeros(sg.num_nodes)

@@ -6,14 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import store_from_lines
+from conftest import subgraph_from_lines
 
-from kgqa.core.namespace import KGNamespace
 from kgqa.methods.kgfr.path_reader import PathReader, PathReaderModel, Reading, ReaderConfig, groups_for, groups_read, path_groups, path_inputs, verbalise
-from kgqa.retrieval.app import retrieve
-from kgqa.retrieval.store_url import open_store
 
-NS = KGNamespace("films")
 LINES = [
     "Kismet|directed_by|William Dieterle",
     "Dr. Socrates|directed_by|William Dieterle",
@@ -27,8 +23,7 @@ LINES = [
 
 @pytest.fixture(scope="module")
 def subgraph(tmp_path_factory):
-    store = open_store(store_from_lines(tmp_path_factory.mktemp("films"), "films", LINES), "films")
-    return retrieve(store, [NS.entity("Kismet")], 3, 100)
+    return subgraph_from_lines(tmp_path_factory.mktemp("films"), "films", LINES, "Kismet")
 
 
 def labels(sg, nodes) -> set[str]:  # type: ignore[no-untyped-def]

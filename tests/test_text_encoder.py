@@ -40,7 +40,7 @@ from kgqa import Engine
 with Engine({url!r}, "kgfr", kg="films") as engine:
     answer = engine.ask("who directed Kismet")
 assert answer.answers[0].label == "William Dieterle", answer.answers
-print(sorted(m for m in ("sentence_transformers", "transformers", "torch_geometric", "sklearn") if m in sys.modules))
+print(sorted(m for m in ("sentence_transformers", "transformers", "torch_geometric", "sklearn", "scipy") if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -17,15 +17,19 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from kgqa.retrieval.minilm import MiniLM
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _QUIET_LOCK = threading.Lock()
 _quiet_depth = 0
 _quiet_restore: tuple[bool, int] | None = None  # (progress bars were on, verbosity) before the first of nested loads
-_MODELS: dict[str, tuple[object, threading.Lock]] = {}  # device → (the loaded encoder, kgqa.retrieval.minilm.MiniLM, its lock)
+_MODELS: dict[str, tuple[MiniLM, threading.Lock]] = {}  # device → (the loaded encoder, its lock)
 _MODELS_LOCK = threading.Lock()
 
 
@@ -66,7 +70,7 @@ def quiet_loading() -> Iterator[None]:
                 _quiet_restore = None
 
 
-def _shared_model(device: str) -> tuple[object, threading.Lock]:
+def _shared_model(device: str) -> tuple[MiniLM, threading.Lock]:
     """The encoder's weights on `device`, loaded on first use, with the lock its callers take turns on
     (a fast tokenizer is not re-entrant)."""
     with _MODELS_LOCK:
@@ -96,7 +100,7 @@ class TextEncoder:
     def _encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
         model, lock = _shared_model(self.device)
         with lock:
-            return model.encode(texts, batch_size=batch_size, progress=progress)  # type: ignore[attr-defined]
+            return model.encode(texts, batch_size=batch_size, progress=progress)
 
     def warm_up(self) -> None:
         """Load the weights now and run them once (the first call's one-off costs), caching nothing."""
@@ -120,7 +124,7 @@ class TextEncoder:
         uncached: what the path reader attends over, word order included."""
         model, lock = _shared_model(self.device)
         with lock:
-            return model.token_states(list(texts))  # type: ignore[attr-defined]
+            return model.token_states(list(texts))
 
     def encode_bulk(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Embeddings of many texts at once (a KG's labels), under the encoder's lock, without the

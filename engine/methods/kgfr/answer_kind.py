@@ -12,8 +12,10 @@ Kinds a KG shows without a model:
   relation in the subgraph (the films a "which actors has X directed" walks through).
 A KG without types or such words (the scale KG's `located_in` holds cities and countries alike)
 tells a city from a country only through its paths, which the path reader reads
-(kgfr/path_reader.py); this gate adds what a pooled or per-hop cosine cannot be sure of. A candidate whose kind is unknown is never penalised, and the gate
-does nothing unless the subgraph holds candidates of both the asked and another kind."""
+(kgfr/path_reader.py); this gate adds what a pooled or per-hop cosine cannot be sure of.
+By literals and types, a candidate whose kind is unknown is never penalised; where the noun names a
+relation's objects, every candidate that is none of them is. The gate does nothing unless the
+subgraph holds candidates of both the asked and another kind."""
 
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below t
 class AskedKind:
     """`literal`: "time" (when / what year), "number" (how many / what population), "entity" (who,
     which country, …: not a bare year or number) or None (the question does not say); `noun`: the
-    kind's words where the question names one ("country", "film director")."""
+    kind's words where the question names one ("country", "birth year")."""
 
     literal: str | None
     noun: str | None
@@ -87,12 +89,18 @@ def literal_kind(label: str) -> str | None:
     return None
 
 
+def fact_ends(sg: Subgraph) -> tuple[np.ndarray, np.ndarray]:
+    """Each edge's fact as (subject, object) nodes: edge types are 2·relation + inverse, and an
+    inverse edge runs from the fact's object to its subject."""
+    inverse = np.asarray(sg.edge_type) % 2 == 1
+    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
+    return np.where(inverse, tails, heads), np.where(inverse, heads, tails)
+
+
 def subjects(sg: Subgraph) -> np.ndarray:
     """The nodes that are the subject of some fact of the subgraph (a bool per node)."""
-    kinds = np.asarray(sg.edge_type)
-    heads = np.where(kinds % 2 == 0, sg.edge_index[0], sg.edge_index[1])
     out = np.zeros(sg.num_nodes, dtype=bool)
-    out[heads] = True
+    out[fact_ends(sg)[0]] = True
     return out
 
 
@@ -120,12 +128,11 @@ def node_types(sg: Subgraph) -> tuple[dict[int, list[str]], set[int]]:
     typing = [i for i, label in enumerate(sg.relation_labels) if TYPE_RELATION.search(label.strip())]
     if not typing:
         return {}, set()
-    kinds = np.asarray(sg.edge_type)  # 2·relation + inverse: an inverse edge runs from the type to the typed node
+    typed, kinds = fact_ends(sg)
     out: dict[int, set[str]] = {}
     classes: set[int] = set()
-    for e in np.flatnonzero(np.isin(kinds // 2, typing)).tolist():
-        head, tail = int(sg.edge_index[0][e]), int(sg.edge_index[1][e])
-        node, kind = (tail, head) if kinds[e] % 2 else (head, tail)
+    for e in np.flatnonzero(np.isin(np.asarray(sg.edge_type) // 2, typing)).tolist():
+        node, kind = int(typed[e]), int(kinds[e])
         out.setdefault(node, set()).add(sg.node_labels[kind])
         classes.add(kind)
     return {node: sorted(types) for node, types in out.items()}, classes
@@ -162,8 +169,7 @@ def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ign
     """Where the asked noun is what some relation's objects are called ("which actors" and
     `starred_actors`): the nodes that are the object of no such relation in the subgraph."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
-    kinds = np.asarray(sg.edge_type)
-    if kinds.size == 0:
+    if sg.num_edges == 0:
         return mismatch
     roles = [object_role(label) for label in sg.relation_labels]
     [asked] = encoder.encode([noun])
@@ -172,8 +178,7 @@ def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ign
     if top < ROLE_MATCH_FLOOR:
         return mismatch
     matched = np.flatnonzero(similarity >= top - TYPE_MATCH_SLACK)
-    objects = np.where(kinds % 2 == 0, sg.edge_index[1], sg.edge_index[0])  # an inverse edge starts at the fact's object
-    playing = objects[np.isin(kinds // 2, matched)]
+    playing = fact_ends(sg)[1][np.isin(np.asarray(sg.edge_type) // 2, matched)]
     mismatch[:] = True
     mismatch[playing] = False
     return mismatch
