@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit
 
 from kgqa.core.errors import NoLabelIndex, StoreError
-from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, within_one_edit
+from kgqa.core.labels import MIN_FUZZY_WORD, deletion_keys, normalise_label, within_one_edit
+from kgqa.core.namespace import vocab
 from kgqa.sparql import escape, queries, virtuoso_app
 from kgqa.sparql.label_index import endpoint_index_path
 from kgqa.sparql.queries import render
@@ -61,6 +62,15 @@ MIN_ALONE = 4
 #: list of documents to merge): the first 4 letters, the first half, none.
 WILDCARD_PREFIXES = ("short", "long", None)
 _FREE_TEXT_WORD = re.compile(r"[^\W_]+")  # letters and digits: the words of a normalised label
+NORMALISED_LABEL = vocab("normalisedLabel")
+#: A literal per label of an entity: its words' deletion keys (`label_keys_text`).
+LABEL_KEYS = vocab("labelKeys")
+#: The marks a loader leaves (`k:labelTextIndex`) that a KG's labels are in Virtuoso's free-text index;
+#: KEYS_INDEX_MARK: each label with its deletion keys too (see `kgqa.sparql.virtuoso`).
+TEXT_INDEX_MARK = "virtuoso-free-text"
+KEYS_INDEX_MARK = "virtuoso-free-text deletion-keys"
+#: Written before each deletion key, so that no key is a noise word of Virtuoso's text index ("the", "with").
+KEY_TOKEN = "kq"
 _WILDCARD_LIMIT = "FT038"  # Virtuoso: "wildcard has over 1000 matches" (7.2.5: over 100,000 words of the index)
 
 
@@ -172,6 +182,7 @@ class SparqlEndpointStore(SparqlReader):
         self.max_values = max_values
         self.url = query_url
         self.server_timeout_ms = server_timeout_ms
+        self._label_keys: bool | None = None  # whether the KG's labels have deletion keys (_searched_by_keys)
         self._http = HttpClient(query_url, timeout)
 
     @classmethod
@@ -238,16 +249,19 @@ class SparqlEndpointStore(SparqlReader):
         return self._app_missing_at is not None and time.monotonic() - self._app_missing_at >= APP_RECHECK_S
 
     def search_labels(self, texts: Sequence[str], any_word: bool = False, limit: int = 50) -> dict[str, list[tuple[str, str]]]:
-        """On Virtuoso, candidates through its free-text index of the KG's normalised labels (the
-        loader's rule; `kgqa.sparql.virtuoso`), SEARCH_BRANCHES (text, expression) pairs to a query
-        (search_labels_virtuoso.rq). Virtuoso's text queries have no fuzzy terms, so each text is
-        asked as `contains_expression` builds it: every word (as written, or by its leading letters:
-        a typo past them), and every word but one (a typo anywhere in that one); with `any_word`,
-        every word, and any word. The rows are then held to what the protocol promises: each word of
-        the text (any, with `any_word`) as written or one edit away (`kgqa.core.labels.within_one_edit`;
-        words under 3 letters as written), keys of the nearest length first (with `any_word`, those
-        that hold every word before the others), at most `limit` per text. Elsewhere, the label
-        index beside the store (`SparqlReader.search_labels`). See `kgqa.core.store.SearchesLabels`."""
+        """On Virtuoso, candidates through its free-text index of the KG's labels (the loader's rules;
+        `kgqa.sparql.virtuoso`), SEARCH_BRANCHES (text, expression) pairs to a query
+        (search_labels_virtuoso.rq). Virtuoso's text queries have no fuzzy terms. A KG loaded with
+        deletion keys (`label_keys_text`) is searched through them: each word of a text by its own
+        keys, which a stored word one edit away shares. A KG an older kgqa loaded has none: each text
+        is asked as `contains_expression` builds it, every word (as written, or by its leading
+        letters: a typo past them), and every word but one (a typo anywhere in that one). With
+        `any_word`, every word, and any word. The rows are then held to what the protocol promises:
+        each word of the text (any, with `any_word`) as written or one edit away
+        (`kgqa.core.labels.within_one_edit`; words under 3 letters as written), keys of the nearest
+        length first (with `any_word`, those that hold every word before the others), at most `limit`
+        per text. Elsewhere, the label index beside the store (`SparqlReader.search_labels`). See
+        `kgqa.core.store.SearchesLabels`."""
         out: dict[str, list[tuple[str, str]]] = {text: [] for text in texts}
         searches: list[tuple[str, str, list[str]]] = []  # (text, key, words)
         for text in out:
@@ -264,21 +278,18 @@ class SparqlEndpointStore(SparqlReader):
             return super().search_labels(texts, any_word=any_word, limit=limit)
         asked = min(limit * SEARCH_OVERFETCH, SEARCH_ROWS)
         rows: list[Row] = []
-        for prefix in WILDCARD_PREFIXES:
-            try:
-                rows = self._search_rows(searches, any_word, asked, prefix)
-                break
-            except EndpointError as exc:
-                if _WILDCARD_LIMIT not in str(exc) or prefix is None:
-                    raise
-                # a wildcard matched too many words of the server's text index: longer ones, then none
-                log.info("%s: a free-text wildcard of %s prefixes matched too many words; asking again with fewer", self.url, prefix)
-        if not any("indexed" in row for row in rows):
-            raise NoLabelIndex(
-                f"KG {self.kg!r} at {self.url} has no free-text index of its labels in Virtuoso (it was loaded by an older "
-                f"kgqa, or Virtuoso refused the index rule then): run `kgqa load` of the same files with --kg {self.kg} "
-                f"--store virtuoso://HOST:SQLPORT?sparql={self.url}&load_dir=DIR once (it indexes the labels already "
-                "loaded and finds the files loaded)")
+        if self._searched_by_keys():
+            rows = self._search_rows(searches, any_word, asked, "keys")
+        else:
+            for prefix in WILDCARD_PREFIXES:
+                try:
+                    rows = self._search_rows(searches, any_word, asked, prefix)
+                    break
+                except EndpointError as exc:
+                    if _WILDCARD_LIMIT not in str(exc) or prefix is None:
+                        raise
+                    # a wildcard matched too many words of the server's text index: longer ones, then none
+                    log.info("%s: a free-text wildcard of %s prefixes matched too many words; asking again with fewer", self.url, prefix)
         found: dict[int, dict[tuple[str, str], str]] = {}
         for row in rows:
             if "t" in row and "e" in row and "label" in row and "key" in row:
@@ -293,10 +304,31 @@ class SparqlEndpointStore(SparqlReader):
             out[text] = [pair for pair, _ in kept[:limit]]
         return out
 
+    def label_index_marks(self) -> set[str]:
+        """The loader's marks that this KG's labels are in Virtuoso's free-text index (`kgqa.sparql.virtuoso`)."""
+        return {row["indexed"] for row in self._select("label_index_marks", kg=escape.iri(self.ns.iri)) if "indexed" in row}
+
+    def _searched_by_keys(self) -> bool:
+        """Whether this KG's labels have deletion keys in the index (asked once a store, once known),
+        else whether they are in the index at all (NoLabelIndex)."""
+        if self._label_keys is None:
+            marks = self.label_index_marks()
+            if not marks:  # asked again next time: a load may be adding the index now
+                raise NoLabelIndex(
+                    f"KG {self.kg!r} at {self.url} has no free-text index of its labels in Virtuoso (it was loaded by an older "
+                    f"kgqa, or Virtuoso refused the index rule then): run `kgqa load` of the same files with --kg {self.kg} "
+                    f"--store virtuoso://HOST:SQLPORT?sparql={self.url}&load_dir=DIR once (it indexes the labels already "
+                    "loaded and finds the files loaded)")
+            self._label_keys = KEYS_INDEX_MARK in marks
+        return self._label_keys
+
     def _search_rows(self, searches: list[tuple[str, str, list[str]]], any_word: bool, asked: int, prefix: str | None) -> list[Row]:
         """The rows of search_labels_virtuoso.rq for every (text, expression), SEARCH_BRANCHES of them
         to a query (fewer where they could bring over SEARCH_ROWS rows)."""
         modes = ["every", "any" if any_word else "all_but_one"]
+        if prefix == "keys" and not any_word:
+            modes = ["every"]  # keys find a typo in every word: every word but one would only add rows
+        searched = escape.iri(LABEL_KEYS if prefix == "keys" else NORMALISED_LABEL)
         branches = [
             {"t": escape.integer(t), "length": escape.integer(len(key)), "asked": escape.integer(asked),
              "expression": escape.literal(contains_expression(words, mode, prefix))}
@@ -305,7 +337,7 @@ class SparqlEndpointStore(SparqlReader):
         per_query = max(1, min(SEARCH_BRANCHES, SEARCH_ROWS // asked))
         rows: list[Row] = []
         for start in range(0, len(branches), per_query):
-            query = _repeated_branch("search_labels_virtuoso", "match", branches[start : start + per_query], kg=escape.iri(self.ns.iri), **self._graphs)
+            query = _repeated_branch("search_labels_virtuoso", "match", branches[start : start + per_query], searched=searched, **self._graphs)
             self.round_trips += 1
             rows += self._execute("search_labels_virtuoso", query)
         return rows
@@ -378,12 +410,14 @@ def contains_expression(words: Sequence[str], mode: str = "every", prefix: str |
     letters of a word of 5 or more ("dieterel" → ("dieterel" OR "diet*"); Virtuoso wants 4 before
     a `*`); `long`, the first half, at least 5, of a word of 6 or more (a wildcard of more letters
     matches fewer words of the server's index, and Virtuoso refuses one that matches too many);
-    None, none.
+    None, none; `keys`, no wildcard but the word's deletion keys, each a word of the k:labelKeys
+    literals (`label_keys_text`): ("kqkismit" OR "kqismit" OR … OR "kqkismi"), which the keys of
+    "kismet" meet in "kqkismt".
     Only words of letters and digits are taken (a normalised label has no other): anything else
     raises ValueError, so that no operator, quote or wildcard of a text can reach the query."""
     if mode not in ("every", "all_but_one", "any"):
         raise ValueError(f"no such free-text search mode: {mode!r}")
-    if prefix not in ("short", "long", None):
+    if prefix not in ("short", "long", None, "keys"):
         raise ValueError(f"no such wildcard prefix: {prefix!r}")
     if not words:
         raise ValueError("a free-text query needs at least one word")
@@ -392,7 +426,10 @@ def contains_expression(words: Sequence[str], mode: str = "every", prefix: str |
         if not isinstance(word, str) or not _FREE_TEXT_WORD.fullmatch(word):
             raise ValueError(f"not a word of letters and digits for a free-text query: {word!r}")
         letters = 4 if prefix == "short" else max(5, (len(word) + 1) // 2)
-        if prefix is not None and len(word) > letters:
+        if prefix == "keys":
+            keys = [f'"{KEY_TOKEN}{key}"' for key in deletion_keys(word)]
+            terms.append(keys[0] if len(keys) == 1 else "(" + " OR ".join(keys) + ")")
+        elif prefix is not None and len(word) > letters:
             terms.append(f'("{word}" OR "{word[:letters]}*")')
         else:
             terms.append(f'"{word}"')
@@ -406,6 +443,12 @@ def contains_expression(words: Sequence[str], mode: str = "every", prefix: str |
     groups = [[j for j in range(len(terms)) if j != i] for i in range(len(terms))]
     kept = [group for group in groups if len(group) > 1 or alone[group[0]]] or groups
     return " OR ".join(terms[group[0]] if len(group) == 1 else "(" + " AND ".join(terms[j] for j in group) + ")" for group in kept)
+
+
+def label_keys_text(key: str) -> str:
+    """The text of a label's k:labelKeys literal: the deletion keys of each word of its normalised
+    form `key`, each written after KEY_TOKEN ("ran kismet" → "kqran kqan kqrn kqra kqkismet kqismet …")."""
+    return " ".join(dict.fromkeys(KEY_TOKEN + k for word in key.split() for k in deletion_keys(word)))
 
 
 def holds_words(key_words: Sequence[str], words: Sequence[str], any_word: bool = False) -> bool:
@@ -424,4 +467,4 @@ def _repeated_branch(name: str, branch: str, rows: list[dict[str, escape.SparqlT
     each come once)."""
     head, texts, tail = queries._branches(name)
     parts = [queries._fill(name, texts[branch], {**shared, **terms}) for terms in rows]
-    return queries._fill(name, head, shared) + "\n".join(parts) + "\n" + queries._fill(name, tail, shared)
+    return queries._fill(name, head, shared) + "\n  UNION\n".join(parts) + "\n" + queries._fill(name, tail, shared)

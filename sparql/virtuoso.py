@@ -31,20 +31,18 @@ from kgqa.core.errors import StoreError
 from kgqa.core.inflight import OneInFlight
 from kgqa.core.namespace import vocab
 from kgqa.sparql import escape, virtuoso_app
-from kgqa.sparql.endpoint import SparqlEndpointStore
+from kgqa.sparql.endpoint import KEYS_INDEX_MARK, LABEL_KEYS, NORMALISED_LABEL, TEXT_INDEX_MARK, SparqlEndpointStore, label_keys_text
 from kgqa.sparql.queries import sql_statements
 from kgqa.sparql.writer import RdfWriter
 from kgqa.core.store import LoadState
 
 CHUNK = 500_000  # quads per bulk-loader file
-#: The meta graph's mark that the KG's normalised labels are in Virtuoso's free-text index (its value
-#: names the index); `SparqlEndpointStore.search_labels` finds nothing to search without it.
-LABEL_TEXT_INDEX = vocab("labelTextIndex")
-TEXT_INDEX_MARK = "virtuoso-free-text"
 log = logging.getLogger(__name__)
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
-_NORMALISED_LABEL = vocab("normalisedLabel")
-_NORMALISED_QUAD_PREDICATE = ox.NamedNode(_NORMALISED_LABEL)
+_INDEXED_PREDICATES = (ox.NamedNode(NORMALISED_LABEL), ox.NamedNode(LABEL_KEYS))
+#: The meta graph's mark that the KG's labels are in Virtuoso's free-text index (its value names how:
+#: TEXT_INDEX_MARK or KEYS_INDEX_MARK); `SparqlEndpointStore.search_labels` finds nothing to search without it.
+LABEL_TEXT_INDEX = vocab("labelTextIndex")
 
 
 class Isql:
@@ -97,7 +95,7 @@ def _label_keys_first(quads: list[ox.Quad]) -> list[ox.Quad]:
     index (measured, Virtuoso 7.2.5; a later file that holds it flags it)."""
     keys, rest = [], []
     for quad in quads:
-        (keys if quad.predicate == _NORMALISED_QUAD_PREDICATE else rest).append(quad)
+        (keys if quad.predicate in _INDEXED_PREDICATES else rest).append(quad)
     return keys + rest if keys and rest else quads
 
 
@@ -197,13 +195,18 @@ class VirtuosoWriter(RdfWriter):
         if self._app_installed:
             self._install_app_procedure()
 
+    def _key_quads(self, entity: ox.NamedNode, key: str) -> list[ox.Quad]:
+        return [*super()._key_quads(entity, key), ox.Quad(entity, _INDEXED_PREDICATES[1], ox.Literal(label_keys_text(key)), self._meta)]
+
     def _index_label_keys(self) -> None:
-        """Virtuoso's free-text index over the KG's normalised labels (virtuoso_text_index.sql: the
-        rule, which also indexes what an older kgqa loaded, then the index brought up to date), and
-        the meta graph's mark that it exists. Idempotent. Where Virtuoso refuses (a loading user who
-        may not add rules; a cluster), the load goes on with a warning and readers' `search_labels`
-        says the KG has no label index."""
-        statements = sql_statements("virtuoso_text_index", meta=self.ns.meta_graph, predicate=_NORMALISED_LABEL)
+        """Virtuoso's free-text index over the KG's normalised labels and their deletion keys
+        (virtuoso_text_index.sql: the rules, which also index what an older kgqa loaded, then the
+        index brought up to date), and the meta graph's mark that it exists: KEYS_INDEX_MARK where
+        the KG had no labels yet (or had that mark), else TEXT_INDEX_MARK (labels an older kgqa loaded
+        have no keys: readers search them by wildcards). Idempotent. Where Virtuoso refuses (a loading
+        user who may not add rules; a cluster), the load goes on with a warning and readers'
+        `search_labels` says the KG has no label index."""
+        statements = sql_statements("virtuoso_text_index", meta=self.ns.meta_graph, labels=NORMALISED_LABEL, keys=LABEL_KEYS)
         try:
             self.isql.run(*statements)
         except StoreError as exc:
@@ -212,7 +215,11 @@ class VirtuosoWriter(RdfWriter):
                         "fallbacks will be off for it: %s", self.isql.host_port, self.kg, exc)
             return
         self._text_indexed = True
-        self._add([ox.Quad(ox.NamedNode(self.ns.iri), ox.NamedNode(LABEL_TEXT_INDEX), ox.Literal(TEXT_INDEX_MARK), ox.NamedNode(self.ns.meta_graph))], bulk=False)
+        marks = self._read.label_index_marks()
+        fresh = KEYS_INDEX_MARK in marks or not self._read._select("has_labels")
+        mark = KEYS_INDEX_MARK if fresh else TEXT_INDEX_MARK
+        if mark not in marks:
+            self._add([ox.Quad(ox.NamedNode(self.ns.iri), ox.NamedNode(LABEL_TEXT_INDEX), ox.Literal(mark), ox.NamedNode(self.ns.meta_graph))], bulk=False)
 
     def _install_app_procedure(self) -> None:
         """(Re)install kgqa's APP procedure, which readers call; where Virtuoso refuses, warn once."""

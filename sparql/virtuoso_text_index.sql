@@ -1,11 +1,13 @@
 -- Loader only, over isql as a privileged user: Virtuoso's free-text index over a KG's normalised
--- labels (the k:normalisedLabel literals of its meta graph), which `SparqlEndpointStore.search_labels`
--- queries with bif:contains. {{meta}} and {{predicate}} are IRIs checked to need no SQL quoting.
--- The rule comes before any batch is loaded: the bulk loader then flags each such literal for the
--- index as it stores it, however short ("oz"). Adding it is idempotent (0: it was there). Where no
+-- labels and their deletion keys (the k:normalisedLabel and k:labelKeys literals of its meta graph),
+-- which `SparqlEndpointStore.search_labels` queries with bif:contains. {{meta}}, {{labels}} and
+-- {{keys}} are IRIs checked to need no SQL quoting.
+-- The rules come before any batch is loaded: the bulk loader then flags each such literal for the
+-- index as it stores it, however short ("oz"). Adding one is idempotent (0: it was there). Where no
 -- other rule covered these literals yet, Virtuoso first flags those already stored (a KG loaded by an
 -- older kgqa; every string of a Virtuoso 7 database has its RDF_OBJ row, so short ones too); it adds
 -- the rule only after that, so a load killed meanwhile does it again.
-SELECT DB.DBA.RDF_OBJ_FT_RULE_ADD ('{{meta}}', '{{predicate}}', 'kgqa');
+SELECT DB.DBA.RDF_OBJ_FT_RULE_ADD ('{{meta}}', '{{labels}}', 'kgqa');
+SELECT DB.DBA.RDF_OBJ_FT_RULE_ADD ('{{meta}}', '{{keys}}', 'kgqa-keys');
 -- Flagged literals wait in a queue that Virtuoso's scheduler indexes about once a minute: do it now.
 DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ ();

@@ -55,6 +55,10 @@ class RdfWriter:
     def _flush(self) -> None:
         pass
 
+    def _key_quads(self, entity: ox.NamedNode, key: str) -> list[ox.Quad]:
+        """The meta-graph quads that make an entity's normalised label `key` searchable."""
+        return [ox.Quad(entity, _NORMALISED, ox.Literal(key), self._meta)]
+
     def close(self) -> None:
         if self.label_index is not None:
             self.label_index.close()
@@ -100,7 +104,7 @@ class RdfWriter:
                     if relation:
                         quads.append(ox.Quad(found, _TYPE, _RELATION, meta))
                     else:
-                        quads.append(ox.Quad(found, _NORMALISED, ox.Literal(normalise_label(label)), meta))
+                        quads.extend(self._key_quads(found, normalise_label(label)))
                         to_index.append((node.iri, label))
             return found
 
@@ -130,7 +134,7 @@ class RdfWriter:
             term = ox.NamedNode(iri)
             quads.append(ox.Quad(term, _LABEL, ox.Literal(label), self._meta))
             quads.append(ox.Quad(term, _PREFERRED, ox.Literal(label), self._meta))
-            quads.append(ox.Quad(term, _NORMALISED, ox.Literal(normalise_label(label)), self._meta))
+            quads += self._key_quads(term, normalise_label(label))
         self._add(quads, bulk=True)
 
     def finish(self, state: LoadState) -> None:

@@ -90,3 +90,18 @@ def test_the_end_of_the_path_not_another_node_of_the_subgraph(store, facts, meth
         answer = engine.ask(question)
     topic, *path = QUESTIONS[question]
     assert answer.answers and answer.answers[0].text in follow(facts, topic, *path), [a.text for a in answer.answers[:3]]
+
+
+def test_kgfr_reads_the_path_from_the_scorers_pass_of_the_encoder(store, facts, monkeypatch):
+    """One pass of the text encoder a question: the path reader reads the token states the scorer's
+    pass kept (`Scored.probe_states`), and never runs the encoder again for them."""
+    from kgqa.retrieval.text import TextEncoder
+
+    def second_pass(self, texts):  # type: ignore[no-untyped-def]
+        raise AssertionError(f"a second pass of the encoder over {texts}")
+
+    monkeypatch.setattr(TextEncoder, "token_states", second_pass)
+    question = "what else did the director of The Searchers make"
+    with Engine(store, method="kgfr") as engine:
+        answer = engine.ask(question)
+    assert answer.evidence.reading and answer.answers[0].text in follow(facts, *QUESTIONS[question])

@@ -68,7 +68,7 @@ def reader_with(reading: dict[str, float], weight: float, top: int) -> PathReade
     reader = PathReader.__new__(PathReader)
     reader.config = ReaderConfig(weight, top)
 
-    def read(sg, probe, top, encoder):  # type: ignore[no-untyped-def]
+    def read(sg, probe, top, encoder, states=None):  # type: ignore[no-untyped-def]
         best: dict[int, float] = {}
         read = []
         for seq, ends in groups_read(sg, top):

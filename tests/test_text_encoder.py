@@ -30,6 +30,17 @@ def test_the_encoder_gives_sentence_transformers_vectors():
         assert ours.shape == tuple(theirs.shape) and np.abs(ours - theirs.numpy()).max() < 1e-4
 
 
+def test_one_pass_gives_the_vectors_and_each_texts_token_states():
+    """What the KGFR scorer hands the path reader (`Scored.probe_states`): texts of other lengths in
+    the same batch change neither a text's vector nor its token states."""
+    encoder = TextEncoder()
+    vectors, states = encoder.encode_with_states(TEXTS)
+    assert np.abs(vectors - encoder.encode_bulk(TEXTS)).max() < 1e-5
+    for text, ours in zip(TEXTS, states):
+        [alone] = encoder.token_states([text])
+        assert ours.shape == alone.shape and np.abs(ours - alone).max() < 1e-4, text
+
+
 def test_answering_imports_neither_sentence_transformers_nor_transformers_nor_pyg(tmp_path):
     from conftest import store_from_lines
 

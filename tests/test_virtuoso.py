@@ -12,9 +12,10 @@ from kgqa import open_writer, retrieve
 from kgqa.core.errors import NoLabelIndex, StoreError
 from kgqa.loaders import load_file
 from kgqa.core.namespace import KGNamespace
-from kgqa.sparql import virtuoso_app
-from kgqa.sparql.endpoint import APP_RECHECK_S, EndpointError, SparqlEndpointStore, contains_expression
+from kgqa.sparql import virtuoso, virtuoso_app
+from kgqa.sparql.endpoint import APP_RECHECK_S, EndpointError, SparqlEndpointStore, contains_expression, label_keys_text
 from kgqa.sparql.virtuoso import Isql, VirtuosoWriter
+from kgqa.sparql.writer import RdfWriter
 from kgqa.core.types import Edge
 from conftest import DEMO_KG
 from launchers import VirtuosoServer
@@ -182,7 +183,7 @@ def test_the_app_procedure_is_created_again_once_the_loads_facts_and_counts_are_
 
 # --- entity-label search through Virtuoso's free-text index (bif:contains) ---
 
-NAMES, TWIN, OLDER = KGNamespace("names"), KGNamespace("names_twin"), KGNamespace("older")
+NAMES, TWIN, OLDER, WILDCARDS = KGNamespace("names"), KGNamespace("names_twin"), KGNamespace("older"), KGNamespace("names_wildcards")
 NAME_FACTS = [
     "Fog Over Frisco|has_tags|barbary coast",  # a label that is its own key first (not in the demo KG)
     "Kismet|directed_by|William Dieterle",
@@ -216,17 +217,69 @@ def names_kg(strict_virtuoso, tmp_path_factory):
             for name, fmt in files:
                 load_file(writer, folder / name, fmt)
             writer.close()
+        with pytest.MonkeyPatch.context() as patch:  # as a kgqa before deletion keys loaded it
+            patch.setattr(VirtuosoWriter, "_key_quads", RdfWriter._key_quads)
+            patch.setattr(virtuoso, "KEYS_INDEX_MARK", virtuoso.TEXT_INDEX_MARK)
+            writer = open_writer(strict_virtuoso.writer_url, "names_wildcards")
+            load_file(writer, folder / "kb.txt")
+            writer.close()
         yield SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names")
     finally:
         strict_virtuoso.isql("DB.DBA.RDF_OBJ_FT_RULE_ADD (null, null, 'ALL')")
 
 
+def _expressions(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """The free-text expressions of the label searches sent from now on."""
+    sent: list[str] = []
+    real = SparqlEndpointStore._execute
+
+    def recording(self, name, query, server_stop=True):  # type: ignore[no-untyped-def]
+        sent.extend(line for line in query.splitlines() if "bif:contains" in line)
+        return real(self, name, query, server_stop)
+
+    monkeypatch.setattr(SparqlEndpointStore, "_execute", recording)
+    return sent
+
+
+def test_a_typo_anywhere_in_a_word_is_found_by_its_deletion_keys_without_wildcards(names_kg, monkeypatch):
+    """Deletion keys: a one-word name misspelt in its first letters (which no prefix wildcard can
+    find), by a swap, a letter too many or too few, is found by exact look-ups of keys."""
+    sent = _expressions(monkeypatch)
+    texts = ["Ksimet", "Lismet", "ismet", "Kissmet", "Dieterle Wiliam", "Knoblock Edwadr", "Kismet Kismet"]
+    found = names_kg.search_labels(texts, limit=10)
+    for text in texts[:4]:
+        assert _search_pairs(found[text]) == [NAMES.entity("Kismet")], text
+    assert _search_pairs(found["Knoblock Edwadr"]) == [NAMES.entity("Edward Knoblock")]
+    assert set(_search_pairs(found["Dieterle Wiliam"])[:2]) == {NAMES.entity("William Dieterle"), NAMES.entity("william dieterle")}
+    assert _search_pairs(found["Kismet Kismet"]) == [NAMES.entity("Kismet")]
+    assert sent and all("<urn:kgqa:vocab:labelKeys> ?text" in line and "*" not in line for line in sent)
+    assert names_kg.search_labels(["Ksmiet", "Dieterle Villiem"], limit=10) == {"Ksmiet": [], "Dieterle Villiem": []}  # two edits
+
+
+def test_a_kg_an_older_kgqa_loaded_without_keys_is_searched_by_wildcards_and_stays_so(names_kg, strict_virtuoso, monkeypatch, tmp_path):
+    older = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_wildcards")
+    sent = _expressions(monkeypatch)
+    assert _search_pairs(older.search_labels(["Kismit"], limit=5)["Kismit"]) == [WILDCARDS.entity("Kismet")]
+    assert older.search_labels(["Ksimet"], limit=5)["Ksimet"] == []  # the typo before the wildcard's 4 letters
+    assert "<urn:kgqa:vocab:normalisedLabel> ?text" in sent[0] and "kism*" in sent[0]
+    kb = tmp_path / "more.txt"  # a load by this kgqa into it: its older labels have no keys, so wildcards still
+    kb.write_text("Casablanca|directed_by|Michael Curtiz\n", encoding="utf-8")
+    writer = open_writer(strict_virtuoso.writer_url, "names_wildcards")
+    load_file(writer, kb)
+    writer.close()
+    again = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_wildcards")
+    assert _search_pairs(again.search_labels(["Kismit"], limit=5)["Kismit"]) == [WILDCARDS.entity("Kismet")]
+    assert "<urn:kgqa:vocab:normalisedLabel> ?text" in sent[-1]
+
+
 def test_a_misspelt_name_is_found_through_the_free_text_index(names_kg):
+    names_kg.search_labels(["Kismet"])  # the KG's index marks are asked once a store
     before = names_kg.round_trips
-    found = names_kg.search_labels(["William Dieterel", "Kismit", "Edward Knoblok", "Zzyzx Qwerty", "ran", "barbary coast"], limit=10)
-    assert names_kg.round_trips == before + 2  # 10 (text, expression) branches, SEARCH_BRANCHES = 8 to a query
+    texts = ["William Dieterel", "Kismit", "Edward Knoblok", "Zzyzx Qwerty", "ran", "barbary coast", "Dieterle", "Knoblock", "Kismet"]
+    found = names_kg.search_labels(texts, limit=10)
+    assert names_kg.round_trips == before + 2  # 9 (text, expression) branches, SEARCH_BRANCHES = 8 to a query
     assert (NAMES.entity("William Dieterle"), "William Dieterle") in found["William Dieterel"]  # a typo past the 4th letter
-    assert _search_pairs(found["Kismit"]) == [NAMES.entity("Kismet")]  # one word: its first 4 letters and a wildcard
+    assert _search_pairs(found["Kismit"]) == [NAMES.entity("Kismet")]  # one word: by its deletion keys
     assert _search_pairs(found["Edward Knoblok"]) == [NAMES.entity("Edward Knoblock")]
     assert found["Zzyzx Qwerty"] == []
     assert _search_pairs(found["ran"]) == [NAMES.entity("Ran")]  # a 3-letter label is in the index too
@@ -281,6 +334,9 @@ def test_the_free_text_expression_is_built_from_plain_words_only():
     assert contains_expression(["of", "oz"], "all_but_one") == '"oz" OR "of"'  # unless no word is longer
     assert contains_expression(["christopher", "lee"], prefix="long") == '("christopher" OR "christ*") AND "lee"'
     assert contains_expression(["münchen", "東京", "2001"]) == '("münchen" OR "münc*") AND "東京" AND "2001"'
+    assert contains_expression(["oz", "ran"], prefix="keys") == '"kqoz" AND ("kqran" OR "kqan" OR "kqrn" OR "kqra")'
+    assert contains_expression(["aab"], prefix="keys") == '("kqaab" OR "kqab" OR "kqaa")'  # each key once
+    assert label_keys_text("the ran oz") == "kqthe kqhe kqte kqth kqran kqan kqrn kqra kqoz"
     for bad in ["a*", '"a"', "a b", "(a)", "a-b", "a_b", "a'b", "~a", "a\nb", "", "a|b", "a&b", "a^2", "a~"]:
         with pytest.raises(ValueError):
             contains_expression(["kismet", bad])
@@ -289,24 +345,27 @@ def test_the_free_text_expression_is_built_from_plain_words_only():
             contains_expression(*args)
 
 
-def test_a_wildcard_virtuoso_finds_too_broad_is_asked_again_with_longer_prefixes(names_kg, monkeypatch):
-    """Virtuoso refuses a wildcard that matches too many words of its index (FT038): the search is
-    asked again with longer prefixes, then none."""
+def test_a_wildcard_virtuoso_finds_too_broad_is_asked_again_with_longer_prefixes(names_kg, strict_virtuoso, monkeypatch):
+    """Virtuoso refuses a wildcard that matches too many words of its index (FT038): the search of a
+    KG without deletion keys is asked again with longer prefixes, then none."""
+    older = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_wildcards")
     sent: list[str] = []
     real = SparqlEndpointStore._execute
 
     def refusing(self, name, query, server_stop=True):  # type: ignore[no-untyped-def]
+        if name != "search_labels_virtuoso":
+            return real(self, name, query, server_stop)
         sent.append(query)
-        if name == "search_labels_virtuoso" and len(sent) <= 2:
+        if len(sent) <= 2:
             raise EndpointError(f"{name}.rq: answered HTTP 500: Virtuoso 22015 Error FT038: wildcard has over 1000 matches")
         return real(self, name, query, server_stop)
 
     monkeypatch.setattr(SparqlEndpointStore, "_execute", refusing)
-    found = names_kg.search_labels(["Knoblokc"], limit=5)["Knoblokc"]
-    expressions = [[line for line in query.splitlines() if "?key bif:contains" in line] for query in sent]
+    found = older.search_labels(["Knoblokc"], limit=5)["Knoblokc"]
+    expressions = [[line for line in query.splitlines() if "?text bif:contains" in line] for query in sent]
     assert found == [] and len(sent) == 3  # "knob*", then "knobl*", then the word as written only
     assert "knob*" in expressions[0][0] and "knobl*" in expressions[1][0] and "*" not in expressions[2][0]
-    assert _search_pairs(names_kg.search_labels(["Knoblokc Edward"], limit=5)["Knoblokc Edward"]) == [NAMES.entity("Edward Knoblock")]
+    assert _search_pairs(older.search_labels(["Knoblokc Edward"], limit=5)["Knoblokc Edward"]) == [WILDCARDS.entity("Edward Knoblock")]
 
 
 def test_a_kg_loaded_without_the_index_says_how_to_get_it_and_a_load_of_the_same_files_indexes_it(strict_virtuoso, names_kg, monkeypatch, tmp_path):
@@ -347,7 +406,7 @@ def test_the_loader_adds_the_rule_before_the_first_batch_and_indexes_at_the_end(
     rules = [i for i, text in enumerate(ran) if "RDF_OBJ_FT_RULE_ADD" in text and "urn:kgqa:kg:tinytext:meta" in text]
     bulk_loads = [i for i, text in enumerate(ran) if text == "rdf_loader_run()"]
     updates = [i for i, text in enumerate(ran) if "VT_INC_INDEX_DB_DBA_RDF_OBJ" in text]
-    assert len(rules) == 1 and bulk_loads and rules[0] < bulk_loads[0] and updates[-1] > bulk_loads[-1]
+    assert len(rules) == 2 and bulk_loads and rules[-1] < bulk_loads[0] and updates[-1] > bulk_loads[-1]  # labels, keys
     store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "tinytext")
     assert _search_pairs(store.search_labels(["Michael Curtis"])["Michael Curtis"]) == [KGNamespace("tinytext").entity("Michael Curtiz")]
 

@@ -74,7 +74,14 @@ class MiniLM(nn.Module):
     @torch.inference_mode()
     def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """Unit vectors (n, dim), float32: the mean of each text's token states, L2-normalised."""
+        return self.encode_with_states(texts, batch_size, progress, keep_states=False)[0]
+
+    @torch.inference_mode()
+    def encode_with_states(self, texts: list[str], batch_size: int = 64, progress: bool = False,
+                           keep_states: bool = True) -> tuple[np.ndarray, list[np.ndarray]]:
+        """`encode`'s vectors and, from the same pass, each text's `token_states` (empty with `keep_states` off)."""
         out = []
+        states: list[np.ndarray] = [np.zeros(0)] * len(texts) if keep_states else []
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths batched together: less padding
         starts = range(0, len(order), batch_size)
         if progress:
@@ -82,14 +89,18 @@ class MiniLM(nn.Module):
 
             starts = track(starts, description="encoding", transient=True)
         for start in starts:
-            x, mask = self._batch([texts[i] for i in order[start:start + batch_size]])
+            chunk = order[start:start + batch_size]
+            x, mask = self._batch([texts[i] for i in chunk])
             weights = mask.unsqueeze(-1).to(x.dtype)
             pooled = (x * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
             out.append(nn.functional.normalize(pooled, dim=-1).float().cpu())
+            if keep_states:
+                for row, i in enumerate(chunk):
+                    states[i] = x[row, : int(mask[row].sum())].float().cpu().numpy()
         vectors = torch.cat(out).numpy() if out else np.zeros((0, self.norm.normalized_shape[0]), np.float32)
         result = np.empty_like(vectors)
         result[order] = vectors
-        return result
+        return result, states
 
     @torch.inference_mode()
     def token_states(self, texts: list[str]) -> list[np.ndarray]:

@@ -132,6 +132,13 @@ class TextEncoder:
         with self._lock:
             return self._encode(list(texts), 256, progress)
 
+    def encode_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """`encode_bulk`'s vectors and each text's `token_states`, from one pass of the model (the
+        scorer's, so that the path reader needs none of its own)."""
+        model, lock = _shared_model(self.device)
+        with self._lock, lock:
+            return model.encode_with_states(list(texts), 256)
+
     def _from_disk(self, key: str) -> bool:
         path = self.cache_dir / key[:2] / f"{key}.npy"
         if path.exists():

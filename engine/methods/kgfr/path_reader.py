@@ -256,15 +256,17 @@ class PathReader:
         self.model, self.config = PathReaderModel.load(folder)
         self._lock = threading.Lock()
 
-    def read(self, sg: Subgraph, probe: str, top: Sequence[int], encoder) -> Reading:  # type: ignore[no-untyped-def]
-        """The question's groups (`groups_read`, `top`: the scorer's top nodes), read."""
+    def read(self, sg: Subgraph, probe: str, top: Sequence[int], encoder, states: np.ndarray | None = None) -> Reading:  # type: ignore[no-untyped-def]
+        """The question's groups (`groups_read`, `top`: the scorer's top nodes), read. `states`: the
+        probe's token states where the caller has them (`Scored.probe_states`), else the encoder's."""
         groups = groups_read(sg, top)
         if not groups:
             return Reading({}, [])
         texts = [hop_texts(sg, seq) for seq, _ in groups]
         vocabulary = sorted({t for hops in texts for t in hops})
         vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
-        [states] = encoder.token_states([probe])
+        if states is None:
+            [states] = encoder.token_states([probe])
         tokens, mask, relations, lengths = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
         with self._lock, torch.inference_mode():
             scores = self.model(tokens, mask, relations, lengths).float().tolist()
@@ -277,7 +279,8 @@ class PathReader:
         return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
                        None if no_path is None else no_path - max(scores))
 
-    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None) -> tuple[torch.Tensor, Reading]:  # type: ignore[no-untyped-def]
+    def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
+             states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
         """c + γ·(reading − best reading) for every node a group reaches — so that the path the
         question reads can bring in answers the scorer ranked low (it may put the path's middle
         entities, say every director, above every film) — and c + γ·(worst − best) for the rest
@@ -285,7 +288,7 @@ class PathReader:
         weight = self.config.weight if weight is None else weight
         finite = torch.isfinite(scores)
         order = [int(i) for i in torch.argsort(scores, descending=True)[: self.config.top] if finite[i]]
-        reading = self.read(sg, probe, order, encoder)
+        reading = self.read(sg, probe, order, encoder, states)
         best = reading.best
         if not best:
             return scores, reading

@@ -20,7 +20,7 @@ import threading
 import time
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,9 @@ class Scored:
     alpha_max: torch.Tensor  # (2E,)
     batch_size: int  # how many questions were scored together (in one model call or, on CPU, a few)
     relation_match: float = -1.0  # the best cosine between the question's relation probe and a relation text of the subgraph
+    #: the probe's token states from the pass that encoded it (where the checkpoint has a path reader,
+    #: which reads them: `PathReader.read`), so that no second pass of the encoder is needed
+    probe_states: np.ndarray | None = None
 
 
 def edge_arrays(sg: Subgraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -179,13 +182,18 @@ class KGFRScorer:
         graphs = [r.sg for r in requests]
         # not cached: a service sees each question once
         texts = list(dict.fromkeys([r.question for r in requests] + [r.probe for r in requests]))  # a probe is often its question
-        vectors = self.encoder.encode_bulk(texts)
+        if self.reader is None:
+            vectors, states = self.encoder.encode_bulk(texts), []
+        else:
+            vectors, states = self.encoder.encode_with_states(texts)
         row = {text: i for i, text in enumerate(texts)}
         questions, probes = vectors[[row[r.question] for r in requests]], vectors[[row[r.probe] for r in requests]]
         out: list[Scored] = []
         for run in runs_within([2 * sg.num_edges for sg in graphs], self.edge_budget):
             out += self._model_call([graphs[i] for i in run], questions[run.start:run.stop], probes[run.start:run.stop],
                                     requests[0].descriptions, len(requests))
+        if states:
+            out = [replace(scored, probe_states=states[row[r.probe]]) for scored, r in zip(out, requests)]
         self.batches += 1
         self.questions += len(requests)
         return out
