@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from kgqa.core.errors import NoLabelIndex, StoreError
-from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, within_one_edit
+from kgqa.core.labels import MIN_FUZZY_WORD, deletion_keys, normalise_label, one_edit_deletions, within_one_edit
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,6 @@ SCHEMA_VERSION = "1"
 LENGTH_SHIFT = 48  # id = key length << 48 | 48-bit hash of (IRI, label)
 MAX_LENGTH = (1 << 14) - 1
 KNOWN_WORDS = 500_000  # words a writer remembers having indexed (forgetting only costs a look-up)
-
-
-def one_edit_deletions(word: str) -> set[str]:
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
 
 def length_range(length: int, threshold: float) -> tuple[int, int]:
@@ -181,7 +177,7 @@ class LabelIndex:
     def variants(self, words: Iterable[str]) -> dict[str, list[str]]:
         """Each word → the KG's words equal to it or one edit away (none: the KG has no such word)."""
         words = list(dict.fromkeys(words))
-        asked: dict[str, set[str]] = {w: {w} | (one_edit_deletions(w) if len(w) >= MIN_FUZZY_WORD else set()) for w in words}
+        asked: dict[str, set[str]] = {w: set(deletion_keys(w)) for w in words}
         keys = sorted(set().union(*asked.values())) if asked else []
         found: dict[str, set[str]] = {}
         with self._lock:

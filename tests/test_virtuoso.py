@@ -334,7 +334,7 @@ def test_the_free_text_expression_is_built_from_plain_words_only():
     assert contains_expression(["of", "oz"], "all_but_one") == '"oz" OR "of"'  # unless no word is longer
     assert contains_expression(["christopher", "lee"], prefix="long") == '("christopher" OR "christ*") AND "lee"'
     assert contains_expression(["münchen", "東京", "2001"]) == '("münchen" OR "münc*") AND "東京" AND "2001"'
-    assert contains_expression(["oz", "ran"], prefix="keys") == '"kqoz" AND ("kqran" OR "kqan" OR "kqrn" OR "kqra")'
+    assert contains_expression(["oz", "ran"], prefix="keys") == '("kqran" OR "kqan" OR "kqrn" OR "kqra") AND "kqoz"'  # longest first
     assert contains_expression(["aab"], prefix="keys") == '("kqaab" OR "kqab" OR "kqaa")'  # each key once
     assert label_keys_text("the ran oz") == "kqthe kqhe kqte kqth kqran kqan kqrn kqra kqoz"
     for bad in ["a*", '"a"', "a b", "(a)", "a-b", "a_b", "a'b", "~a", "a\nb", "", "a|b", "a&b", "a^2", "a~"]:
