@@ -325,9 +325,10 @@ class SparqlEndpointStore(SparqlReader):
     def _search_rows(self, searches: list[tuple[str, str, list[str]]], any_word: bool, asked: int, prefix: str | None) -> list[Row]:
         """The rows of search_labels_virtuoso.rq for every (text, expression), SEARCH_BRANCHES of them
         to a query (fewer where they could bring over SEARCH_ROWS rows)."""
-        modes = ["every", "any" if any_word else "all_but_one"]
-        if prefix == "keys" and not any_word:
-            modes = ["every"]  # keys find a typo in every word: every word but one would only add rows
+        if prefix == "keys":  # keys find a typo in every word: every word but one would only add rows
+            modes = ["every", "any"] if any_word else ["every"]
+        else:
+            modes = ["every", "any" if any_word else "all_but_one"]
         searched = escape.iri(LABEL_KEYS if prefix == "keys" else NORMALISED_LABEL)
         branches = [
             {"t": escape.integer(t), "length": escape.integer(len(key)), "asked": escape.integer(asked),

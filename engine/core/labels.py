@@ -42,18 +42,17 @@ def within_one_edit(a: str, b: str) -> bool:
     return short[i:] == long[i + 1 :]
 
 
-def one_edit_deletions(word: str) -> set[str]:
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+def one_edit_deletions(word: str) -> list[str]:
+    """Each text made by deleting one letter of `word`, once, in the order of the letters deleted."""
+    return list(dict.fromkeys(word[:i] + word[i + 1 :] for i in range(len(word))))
 
 
 def deletion_keys(word: str) -> list[str]:
-    """The word and each text made by deleting one of its letters: two words one edit apart
-    (`within_one_edit`: a deletion, insertion, replacement or adjacent swap) always share one, so an
-    index of these keys finds a misspelt word by exact look-ups (symmetric deletion, SymSpell). Words
-    under MIN_FUZZY_WORD letters are their own only key (as every store matches them: as written)."""
-    if len(word) < MIN_FUZZY_WORD:
-        return [word]
-    return list(dict.fromkeys([word, *(word[:i] + word[i + 1 :] for i in range(len(word)))]))  # in order: one_edit_deletions, listed
+    """The word and its `one_edit_deletions`: two words one edit apart (`within_one_edit`: a
+    deletion, insertion, replacement or adjacent swap) always share one, so an index of these keys
+    finds a misspelt word by exact look-ups (symmetric deletion, SymSpell). Words under
+    MIN_FUZZY_WORD letters are their own only key (as every store matches them: as written)."""
+    return [word, *one_edit_deletions(word)] if len(word) >= MIN_FUZZY_WORD else [word]
 
 
 def joined_key(text: str) -> str:
