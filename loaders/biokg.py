@@ -17,19 +17,16 @@ GO.sqlite lies beside org.Hs.eg.sqlite).
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from kgqa.core.errors import KGQAError
+from kgqa.core.debian import cache_root, package_files
 from kgqa.core.namespace import KGNamespace
 from kgqa.core.store import SourceFact, SourceNode
 from kgqa.loaders.readers import Bad, Label, Record
@@ -50,48 +47,7 @@ class BioKGFiles(NamedTuple):
 
 def cache_dir() -> Path:
     """Where `fetch` keeps the files by default: $KGQA_CACHE/biokg, else ~/.cache/kgqa/biokg."""
-    return Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa")) / "biokg"
-
-
-def _run(command: list[str], cwd: Path) -> None:
-    shown = " ".join(command)
-    try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise KGQAError(f"`{shown}` failed: {command[0]} is not on PATH (fetching the BioKG needs a Debian/Ubuntu "
-                        "machine's apt-get and dpkg; elsewhere, download the two .deb files yourself and unpack them)") from None
-    if done.returncode != 0:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
-        hint = " (is the network reachable, and does `apt-cache policy` list the package? try `apt-get update`)" if command[0] == "apt-get" else ""
-        raise KGQAError(f"`{shown}` failed with exit status {done.returncode}{hint}:\n{tail}")
-
-
-def _fetch_one(package: str, filename: str, dest: Path) -> Path:
-    target = dest / filename
-    if target.is_file():
-        return target
-    debs = dest / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    found = sorted(debs.glob(f"{package}_*.deb"))
-    if not found:
-        with tempfile.TemporaryDirectory(dir=debs, prefix=".download-") as tmp:  # a killed download leaves no half .deb
-            _run(["apt-get", "download", package], cwd=Path(tmp))
-            for deb in Path(tmp).glob(f"{package}_*.deb"):
-                os.replace(deb, debs / deb.name)
-        found = sorted(debs.glob(f"{package}_*.deb"))
-        if not found:
-            raise KGQAError(f"`apt-get download {package}` left no {package}_*.deb in {debs}")
-    deb = found[-1]
-    with tempfile.TemporaryDirectory(dir=dest, prefix=".unpack-") as tmp:
-        _run(["dpkg", "-x", str(deb), tmp], cwd=dest)
-        files = sorted(Path(tmp).rglob(filename))
-        if not files:
-            raise KGQAError(f"{deb} holds no {filename} (unpacked with `dpkg -x {deb} …`)")
-        for copyright_file in Path(tmp).rglob("copyright"):  # the licence travels with the data
-            shutil.copyfile(copyright_file, dest / f"{package}.copyright")
-            break
-        os.replace(files[0], target)  # the last step: a file there is a whole one
-    return target
+    return cache_root() / "biokg"
 
 
 def fetch(dest_dir: str | Path | None = None, *, keep_debs: bool = False) -> BioKGFiles:
@@ -102,8 +58,8 @@ def fetch(dest_dir: str | Path | None = None, *, keep_debs: bool = False) -> Bio
     unpacked again. Raises `KGQAError` naming the command that failed."""
     dest = Path(dest_dir) if dest_dir is not None else cache_dir()
     dest.mkdir(parents=True, exist_ok=True)
-    org = _fetch_one(ORG_PACKAGE, ORG_FILE, dest)
-    go = _fetch_one(GO_PACKAGE, GO_FILE, dest)
+    (org,) = package_files(ORG_PACKAGE, [ORG_FILE], dest)
+    (go,) = package_files(GO_PACKAGE, [GO_FILE], dest)
     if not keep_debs:
         shutil.rmtree(dest / "debs", ignore_errors=True)
     return BioKGFiles(org, go)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgqa.core.store import GraphStore
-from kgqa.eval.synth.phrasing import finish, say_conjunction, say_path
+from kgqa.eval.synth.phrasing import Wording, finish, say_conjunction, say_path
+from kgqa.eval.synth.synonyms import RelationSynonyms
 from kgqa.eval.synth.walk import Walk, Walker
 
 PAGE = 5000
@@ -66,12 +67,16 @@ def _unambiguous(store: GraphStore, labels: dict[str, str], iris: Sequence[str])
 
 
 def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int] = (1, 2, 3), conjunctions: float = 0.15,
-               max_answers: int = 20, progress: Callable[[int], None] | None = None, max_tries: int | None = None) -> list[SynthQuestion]:
+               max_answers: int = 20, progress: Callable[[int], None] | None = None, max_tries: int | None = None,
+               synonyms: RelationSynonyms | None = None, synonym_share: float = 0.5) -> list[SynthQuestion]:
     """`count` questions (fewer if the KG cannot give them within `max_tries` samples): a share
     `conjunctions` of two-topic questions, the rest paths with hop counts drawn evenly from `hops`.
-    No question is asked twice."""
+    No question is asked twice. With `synonyms`, each relation is said in other words (WordNet's,
+    `kgqa.eval.synth.synonyms`) with probability `synonym_share`, where it has any."""
     if count < 0 or not 0 <= conjunctions <= 1 or not hops or any(h not in (1, 2, 3) for h in hops):
         raise ValueError("count must be >= 0, conjunctions in [0, 1], hops among 1, 2, 3")
+    if not 0 <= synonym_share <= 1:
+        raise ValueError(f"synonym_share must be in [0, 1], not {synonym_share}")
     rng = random.Random(seed)
     labels = entity_labels(store)
     if not labels:
@@ -93,18 +98,19 @@ def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int]
         if key in seen:
             continue
         seen.add(key)
-        out.append(_said(walk, labels, store, rng))
+        wording = (lambda label: synonyms.wording(label, rng, synonym_share)) if synonyms and synonym_share > 0 else None
+        out.append(_said(walk, labels, store, rng, wording))
         if progress:
             progress(len(out))
     return out
 
 
-def _said(walk: Walk, labels: dict[str, str], store: GraphStore, rng: random.Random) -> SynthQuestion:
+def _said(walk: Walk, labels: dict[str, str], store: GraphStore, rng: random.Random, wording: Wording | None) -> SynthQuestion:
     topics = tuple(labels[t] for t in walk.topics)
     if walk.shape == "and":
-        text = say_conjunction(walk.steps, topics, rng)
+        text = say_conjunction(walk.steps, topics, rng, wording)
     else:
-        text = say_path(walk.steps, topics[0], walk.excludes_topic, rng)
+        text = say_path(walk.steps, topics[0], walk.excludes_topic, rng, wording)
     answer_iris = tuple(sorted(walk.answers))
     missing = [i for i in answer_iris if i not in labels]
     found = store.labels(missing) if missing else {}

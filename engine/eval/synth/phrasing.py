@@ -16,9 +16,14 @@ A relation's words fall in one of four kinds, each with its own phrases:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from kgqa.eval.synth.walk import Step
 from kgqa.retrieval.relation_text import agent_noun, inverse_words, is_freebase_path, relation_words, third_person_verb
+
+
+Words = tuple[str, str]  # a relation's kind of words and the words (`relation_words`)
+Wording = Callable[[str], Words]  # relation label → the words to say it with
 
 
 def answer_type(step: Step) -> str | None:
@@ -34,9 +39,9 @@ def _base(verb: str) -> str:
     return verb[:-2] if verb.endswith(("sses", "shes", "ches", "xes")) else verb[:-1]
 
 
-def noun_phrase(step: Step, x: str, rng: random.Random) -> str:
+def noun_phrase(step: Step, x: str, rng: random.Random, words: Words | None = None) -> str:
     """The entities one step from `x` (itself a name or a noun phrase), as a noun phrase."""
-    kind, w = relation_words(step.label)
+    kind, w = words or relation_words(step.label)
     if kind == "noun":
         forms = [f"the {w} of {x}", f"{possessive(x)} {w}"] if not step.inverse else [f"whatever has {w} {x}", f"the things whose {w} is {x}"]
     elif kind == "passive":
@@ -58,13 +63,13 @@ def possessive(x: str) -> str:
     return x + ("'" if x.endswith("s") and not x[:1].isupper() else "'s")
 
 
-def else_question(step: Step, x: str, rng: random.Random) -> str | None:
+def else_question(step: Step, x: str, rng: random.Random, words: Words | None = None) -> str | None:
     """The last step of a walk that came back to the topic's neighbourhood, asked with "else",
     "other" or "also" (the topic is no answer): "what else was directed by Kismet's director?",
     "Kismet's director also directed what?"; None for a step walked forwards."""
     if not step.inverse:
         return None
-    kind, w = relation_words(step.label)
+    kind, w = words or relation_words(step.label)
     if kind == "noun":
         forms = [f"what else has {w} {x}?", f"which others have {w} {x}?", f"name other things with {w} {x}."]
     elif kind == "passive":
@@ -85,9 +90,9 @@ def _be(predicate: str) -> str:
     return "" if third_person_verb(predicate.split()[0], False) else "is "
 
 
-def question_for_step(step: Step, x: str, rng: random.Random) -> str:
+def question_for_step(step: Step, x: str, rng: random.Random, words: Words | None = None) -> str:
     """A question whose answers are the entities one step from `x`."""
-    kind, w = relation_words(step.label)
+    kind, w = words or relation_words(step.label)
     kind_of = answer_type(step)
     which = f"which {kind_of}" if kind_of and rng.random() < 0.5 else "what"
     if kind == "noun":
@@ -124,25 +129,27 @@ def written(label: str, rng: random.Random) -> str:
     return label.replace("_", " ") if "_" in label and rng.random() < 0.9 else label
 
 
-def say_path(steps: tuple[Step, ...], topic: str, excludes_topic: bool, rng: random.Random) -> str:
-    """A path walk: noun phrases for every step but the last, which the question asks for."""
+def say_path(steps: tuple[Step, ...], topic: str, excludes_topic: bool, rng: random.Random, wording: Wording | None = None) -> str:
+    """A path walk: noun phrases for every step but the last, which the question asks for.
+    `wording`: each step's relation words (`RelationSynonyms.wording`), else the relation's own."""
+    said = [wording(step.label) if wording else None for step in steps]
     topic = written(topic, rng)
     x = topic
-    for step in steps[:-1]:
-        x = noun_phrase(step, x, rng)
-    text = question_for_step(steps[-1], x, rng)
+    for step, words in zip(steps[:-1], said):
+        x = noun_phrase(step, x, rng, words)
+    text = question_for_step(steps[-1], x, rng, said[-1])
     if excludes_topic:
         roll = rng.random()
-        if roll < 0.4 and (other := else_question(steps[-1], x, rng)) is not None:
+        if roll < 0.4 and (other := else_question(steps[-1], x, rng, said[-1])) is not None:
             text = other
         elif roll < 0.8:
             text = rng.choice([f"besides {topic}, {text}", f"other than {topic}, {text}", f"apart from {topic} itself, {text}"])
     return text
 
 
-def say_conjunction(steps: tuple[Step, ...], topics: tuple[str, ...], rng: random.Random) -> str:
+def say_conjunction(steps: tuple[Step, ...], topics: tuple[str, ...], rng: random.Random, wording: Wording | None = None) -> str:
     """Two constraints meeting at the answers."""
-    first, second = (noun_phrase(s, written(t, rng), rng) for s, t in zip(steps, topics))
+    first, second = (noun_phrase(s, written(t, rng), rng, wording(s.label) if wording else None) for s, t in zip(steps, topics))
     return rng.choice([f"what is among both {first} and {second}?", f"which of {first} is also among {second}?",
                        f"name what is both {first} and {second}.", f"find {first} that are also {second}."])
 

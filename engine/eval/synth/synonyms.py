@@ -1,0 +1,114 @@
+"""Other words for a KG's relations, so that generated questions do not always reuse the relation's
+own name (`kgqa synth --synonyms`): "directed by" is also asked "made by" / "created by", "starred
+actors" "starred players" / "starred performers", "affects" "impacts".
+
+The relation's head word (a noun's last word, a passive's or verb's verb) is looked up in WordNet.
+Its sense is the one whose gloss the sentence encoder finds closest to the relation read among its
+KG's other relations ("directed by; starred actors, written by, has genre" picks "guide the actors
+in (plays and films)" over "command with authority"), from the word's first few senses. The other
+words are that synset's lemmas and its hypernyms' (one level up: a director's film is "made"),
+inflected as the head word was, kept where they are common (SemCor tagged the word at least once:
+"thespian" and "twelvemonth" are not), short (≤ 2 words) and name no other relation of the KG."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from kgqa.eval.synth.wordnet import Synset, WordNet, plural
+from kgqa.retrieval.relation_text import readable_relation, relation_words
+
+MAX_SENSES = 6  # a word's first senses the encoder chooses among (WordNet lists them by frequency)
+MAX_CONTEXT = 12  # other relations shown beside the one whose sense is chosen
+# A word said otherwise must still read as the relation to the encoder: cosine of the two relation
+# texts. Below it were the hypernyms too general to mean the relation ("headquartered in" →
+# "supplied in", 0.26) and senses the encoder chose wrong; above it "made by" for "directed by" (0.63).
+MIN_SIMILARITY = 0.4
+
+Encode = Callable[[Sequence[str]], np.ndarray]  # L2-normalised rows
+
+
+class RelationSynonyms:
+    """For each relation label, its words said otherwise: (kind, words) pairs of `relation_words`'
+    kinds, the kind kept so the phrasing's grammar holds."""
+
+    def __init__(self, wordnet: WordNet, relation_labels: Sequence[str], encode: Encode):
+        self.wordnet = wordnet
+        words = {label: relation_words(label) for label in relation_labels}
+        taken = {w for _, text in words.values() for w in text.split()} | {w for label in relation_labels for w in readable_relation(label).split()}
+        self.alternatives: dict[str, list[tuple[str, str]]] = {}
+        self.senses: dict[str, Synset] = {}
+        for label, (kind, text) in words.items():
+            others = [t for other, (_, t) in words.items() if other != label][:MAX_CONTEXT]
+            context = f"{text}; {', '.join(others)}" if others else text
+            found = self._alternatives(kind, text, context, taken, encode)
+            if found:
+                sense, said = found
+                self.senses[label] = sense
+                self.alternatives[label] = said
+
+    def wording(self, label: str, rng: random.Random, share: float) -> tuple[str, str]:
+        """The relation's own (kind, words), or with probability `share` one of its alternatives."""
+        said = self.alternatives.get(label)
+        if said and rng.random() < share:
+            return rng.choice(said)
+        return relation_words(label)
+
+    def _alternatives(self, kind: str, text: str, context: str, taken: set[str], encode: Encode) -> tuple[Synset, list[tuple[str, str]]] | None:
+        tokens = text.split()
+        if kind == "noun":
+            whole = "_".join(tokens)
+            if len(tokens) > 1 and self.wordnet.entry(whole, "noun"):
+                at, pos = slice(0, len(tokens)), "noun"
+            else:
+                at, pos = slice(len(tokens) - 1, len(tokens)), "noun"
+        elif kind in ("passive", "verb"):
+            phrasal = kind == "verb" and len(tokens) == 2 and self.wordnet.base_forms(" ".join(tokens), "verb")
+            at, pos = (slice(0, 2) if phrasal else slice(0, 1)), "verb"  # "carries out" is one verb
+        elif kind == "predicate" and tokens[0].endswith(("ed", "en")):
+            at, pos = slice(0, 1), "verb"
+        elif kind == "predicate":
+            at, pos = slice(0, 1), "noun"
+        else:
+            return None
+        head = " ".join(tokens[at])
+        bases = self.wordnet.base_forms(head, pos)
+        if not bases:
+            return None
+        base = bases[0]
+        senses = self.wordnet.synsets(base, pos)[:MAX_SENSES]
+        if not senses:
+            return None
+        glosses = [f"{', '.join(s.lemmas)}: {s.gloss}" for s in senses]
+        vectors = encode([context, *glosses])
+        sense = senses[int(np.argmax(vectors[1:] @ vectors[0]))]
+        broader = [lemma for h in sense.hypernyms for lemma in self.wordnet.synset(h, pos).lemmas if " " not in lemma]
+        said = []
+        for lemma in dict.fromkeys([*sense.lemmas, *broader]):
+            if lemma in (base, head) or len(lemma.split()) > 2 or not lemma.replace(" ", "").isalpha() or set(lemma.split()) & taken:
+                continue
+            entry = self.wordnet.entry(lemma, pos)
+            if entry is None or entry.tagged < 1:
+                continue
+            new = self._inflected(lemma, head, base, pos, kind)
+            words = " ".join([*tokens[: at.start], new, *tokens[at.stop :]])
+            if relation_words_kind(words) == kind or kind == "noun":
+                said.append((kind, words))
+        if said:
+            vectors = encode([text, *(words for _, words in said)])
+            said = [s for s, similarity in zip(said, vectors[1:] @ vectors[0]) if similarity >= MIN_SIMILARITY]
+        return (sense, said) if said else None
+
+    def _inflected(self, lemma: str, head: str, base: str, pos: str, kind: str) -> str:
+        if pos == "noun":
+            return plural(lemma) if head != base and " " not in head else lemma
+        if kind == "verb":
+            return self.wordnet.third_person(lemma)
+        return self.wordnet.past_participle(lemma)
+
+
+def relation_words_kind(words: str) -> str:
+    """The kind `relation_words` reads in a relation's words (a synonym must keep its relation's)."""
+    return relation_words(words.replace(" ", "_"))[0]

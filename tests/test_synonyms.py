@@ -1,0 +1,131 @@
+"""`kgqa synth --synonyms`: WordNet read from its own files (a tiny hand-made one, and the real one
+Debian ships, fetched with apt-get download), the relation's sense chosen by the encoder among its
+KG's relations, synonyms inflected as the relation's word was, and questions that still have the
+answers an independent walk gives."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kgqa.core.errors import KGQAError
+from kgqa.eval.synth import synthesise
+from kgqa.eval.synth.synonyms import RelationSynonyms
+from kgqa.eval.synth.wordnet import WordNet, fetch, plural
+from kgqa.core.namespace import KGNamespace
+from kgqa.retrieval.relation_text import relation_words
+from kgqa.retrieval.text import TextEncoder
+
+from test_synth import _walk
+
+# (key, pos, lemmas, hypernym keys, gloss): a film sense of "direct" with no synonym of its own and a
+# commanding one with "order"; "make"'s synset is the film sense's hypernym
+SYNSETS = [
+    ("make", "verb", ["make", "create"], [], "make or cause to be"),
+    ("command", "verb", ["direct", "order"], [], "command with authority"),
+    ("film", "verb", ["direct"], ["make"], "guide the actors in (plays and films)"),
+    ("actor", "noun", ["actor", "histrion", "player"], [], "a theatrical performer"),
+]
+LICENCE = "  1 This software and database is being provided to you, the LICENSEE\n"
+
+
+def _tiny_wordnet(folder):
+    """index.*, data.* (synsets found by their byte offsets, as in WordNet), *.exc."""
+    offsets: dict[str, int] = {}
+    for pos in ("noun", "verb"):
+        mine = [s for s in SYNSETS if s[1] == pos]
+        lines, at = [], len(LICENCE.encode())
+        for key, _, lemmas, hypernyms, gloss in mine:  # offsets are 8 digits: lengths do not depend on them
+            offsets[key] = at
+            at += len(_data_line(0, pos, lemmas, [0] * len(hypernyms), gloss).encode())
+        for key, _, lemmas, hypernyms, gloss in mine:
+            lines.append(_data_line(offsets[key], pos, lemmas, [offsets[h] for h in hypernyms], gloss))
+        (folder / f"data.{pos}").write_text(LICENCE + "".join(lines), encoding="utf-8")
+    index = {"verb": {"direct": (["command", "film"], 1), "make": (["make"], 2), "create": (["make"], 1), "order": (["command"], 1)},
+             "noun": {"actor": (["actor"], 1), "histrion": (["actor"], 0), "player": (["actor"], 3)}}
+    for pos, words in index.items():
+        rows = [f"{w} {pos[0]} {len(keys)} 1 @ {len(keys)} {tagged} {' '.join(f'{offsets[k]:08d}' for k in keys)}  \n" for w, (keys, tagged) in sorted(words.items())]
+        (folder / f"index.{pos}").write_text(LICENCE + "".join(rows), encoding="utf-8")
+    (folder / "verb.exc").write_text("made make\nwritten write\nwrote write\n", encoding="utf-8")
+    (folder / "noun.exc").write_text("men man\n", encoding="utf-8")
+    return WordNet(folder)
+
+
+def _data_line(offset: int, pos: str, lemmas: list[str], hypernyms: list[int], gloss: str) -> str:
+    fields = [f"{offset:08d}", "29", pos[0], f"{len(lemmas):02x}", *(f"{w} 0" for w in lemmas), f"{len(hypernyms):03d}",
+              *(f"@ {h:08d} {pos[0]} 0000" for h in hypernyms)]
+    return " ".join(fields) + f" | {gloss}  \n"
+
+
+def test_a_tiny_wordnet_is_read_by_byte_offsets_and_inflects(tmp_path):
+    wordnet = _tiny_wordnet(tmp_path)
+    senses = wordnet.synsets("direct", "verb")
+    assert [s.gloss for s in senses] == ["command with authority", "guide the actors in (plays and films)"]
+    assert [wordnet.synset(h, "verb").lemmas for h in senses[1].hypernyms] == [("make", "create")]
+    assert wordnet.base_forms("directed", "verb") == ["direct"] and wordnet.base_forms("made", "verb") == ["make"]
+    assert wordnet.base_forms("actors", "noun") == ["actor"] and wordnet.base_forms("flying", "verb") == []
+    assert [wordnet.past_participle(v) for v in ("make", "write", "create", "star", "carry", "set up")] == ["made", "written", "created", "starred", "carried", "set up"]
+    assert [wordnet.third_person(v) for v in ("affect", "touch on", "carry")] == ["affects", "touches on", "carries"]
+    assert plural("player") == "players" and plural("family") == "families"
+    (tmp_path / "data.noun").unlink()
+    with pytest.raises(KGQAError, match="lacks data.noun"):
+        WordNet(tmp_path)
+
+
+def _fake_encoder(texts):
+    """Closest to the context: texts sharing its words (a stand-in for the sentence encoder)."""
+    import numpy as np
+
+    words = [set(t.replace(",", " ").replace(";", " ").replace(":", " ").replace("(", " ").replace(")", " ").split()) for t in texts]
+    vocabulary = sorted(set().union(*words))
+    vectors = np.array([[1.0 if w in ws else 0.0 for w in vocabulary] for ws in words]) + 1e-3
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_the_sense_read_among_the_kgs_relations_gives_the_synonyms(tmp_path):
+    wordnet = _tiny_wordnet(tmp_path)
+    film = RelationSynonyms(wordnet, ["directed_by", "starred_actors", "in_films"], _fake_encoder)
+    assert film.senses["directed_by"].gloss.startswith("guide the actors")
+    assert ("passive", "made by") in film.alternatives["directed_by"] and ("passive", "ordered by") not in film.alternatives["directed_by"]
+    # "histrion" is a rare word (never tagged): left out; the plural follows the relation's word
+    assert film.alternatives["starred_actors"] == [("noun", "starred players")]
+    army = RelationSynonyms(wordnet, ["directed_by", "command_with_authority"], _fake_encoder)
+    assert army.senses["directed_by"].gloss == "command with authority"
+    rng = random.Random(0)
+    assert {film.wording("directed_by", rng, 0.0) for _ in range(20)} == {("passive", "directed by")}
+    assert {film.wording("directed_by", rng, 1.0) for _ in range(50)} == set(film.alternatives["directed_by"])
+
+
+@pytest.fixture(scope="module")
+def real_wordnet() -> WordNet:
+    try:
+        return WordNet(fetch())
+    except KGQAError as exc:
+        pytest.skip(f"WordNet (Debian's wordnet-base) could not be fetched: {exc}")
+
+
+def test_real_wordnet_and_encoder_read_the_film_sense_of_metaqas_relations(real_wordnet):
+    labels = ["directed_by", "written_by", "starred_actors", "release_year", "in_language", "has_tags", "has_genre"]
+    found = RelationSynonyms(real_wordnet, labels, TextEncoder().encode)
+    assert "plays and films" in found.senses["directed_by"].gloss
+    assert ("passive", "made by") in found.alternatives["directed_by"]
+    assert ("noun", "starred performers") in found.alternatives["starred_actors"]
+    for label, said in found.alternatives.items():  # the relation's kind of words, and a word of its own
+        assert said and all(kind == relation_words(label)[0] and words != relation_words(label)[1] for kind, words in said), (label, said)
+
+
+def test_questions_with_synonyms_keep_their_answers(demo_kg, real_wordnet):
+    store, triples = demo_kg
+    ns = KGNamespace("demo")
+    found = RelationSynonyms(real_wordnet, [r.label for r in store.relations()], TextEncoder().encode)
+    plain, said = synthesise(store, 80, seed=4), synthesise(store, 80, seed=4, synonyms=found, synonym_share=1.0)
+    assert synthesise(store, 80, seed=4, synonyms=found, synonym_share=0.0) == plain  # share 0: the same questions
+    other_words = {w for _, alternatives in found.alternatives.items() for _, words in alternatives for w in words.split()}
+    assert sum(bool(set(q.question.lower().replace("?", "").split()) & other_words) for q in said) >= 40
+    for q in said:
+        if q.shape == "path":
+            expected = {q.topic_iris[0]}
+            for step in q.path:
+                expected = _walk(triples, expected, step, ns)
+            assert set(q.answer_iris) == expected - {q.topic_iris[0]}, q
