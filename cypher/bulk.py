@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,27 +61,79 @@ class BulkReport:
     seconds: float = 0.0
 
 
-@dataclass
-class _Graph:
-    """What the files say, deduplicated as the stores do: facts are a set, an entity keeps the first
-    label a fact gave it, an alias is one node per text."""
+SORT_MEMORY = "512M"  # GNU sort's buffer (-S): the import's memory does not grow with the KG
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
-    facts: dict[tuple[str, str, str], None] = field(default_factory=dict)
-    entity_label: dict[str, str | None] = field(default_factory=dict)
-    relation_label: dict[str, str] = field(default_factory=dict)
-    aliases: dict[tuple[str, str], None] = field(default_factory=dict)
-    positions: dict[str, int] = field(default_factory=dict)  # source key → last record
+
+def _escape(text: str) -> str:
+    return text.translate(_ESCAPES)
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out, chars = [], iter(text)
+    for c in chars:
+        out.append({"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}[next(chars)] if c == "\\" else c)
+    return "".join(out)
+
+
+class _Spool:
+    """What the files say, spooled to tab-separated files in `folder` as it is read, then sorted on
+    disk (GNU sort, LC_ALL=C, `SORT_MEMORY`) and merged, so that memory stays flat whatever the
+    KG's size. Deduplicated as the stores do: facts are a set, an entity keeps the first label a
+    fact gave it, an alias is one node per text. Only the relations (a KG has few) stay in memory."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._facts = open(folder / "facts.tsv", "w", encoding="utf-8", newline="")
+        self._nodes = open(folder / "nodes.tsv", "w", encoding="utf-8", newline="")  # iri, order, has label, label
+        self._aliases = open(folder / "aliases.tsv", "w", encoding="utf-8", newline="")  # text, iri
+        self.relation_label: dict[str, str] = {}
+        self.positions: dict[str, int] = {}  # source key → last record
+        self.quoted = False  # an IRI holds a double quote: the facts' CSV rows need quoting
+        self.multiline = False  # a label or alias holds a line break
+        self._order = 0
+
+    def _iri(self, iri: str) -> str:
+        if "\t" in iri or "\n" in iri or "\r" in iri:
+            raise BulkImportError(f"IRI {iri!r} holds a tab or line break, which no IRI may")
+        self.quoted = self.quoted or '"' in iri
+        return iri
+
+    def _label(self, text: str) -> str:
+        self.multiline = self.multiline or "\n" in text or "\r" in text
+        return _escape(text)
 
     def add(self, fact: SourceFact) -> None:
+        s, r, o = self._iri(fact.subject.iri), self._iri(fact.relation.iri), self._iri(fact.object.iri)
         for node in (fact.subject, fact.object):
-            if self.entity_label.get(node.iri) is None:
-                self.entity_label[node.iri] = node.kept_label
-        self.relation_label.setdefault(fact.relation.iri, fact.relation.kept_label)
-        self.facts[(fact.subject.iri, fact.relation.iri, fact.object.iri)] = None
+            self._order += 1
+            self._nodes.write(f"{node.iri}\t{self._order:012d}\t1\t{self._label(node.kept_label)}\n")
+        self.relation_label.setdefault(r, fact.relation.kept_label)
+        self._facts.write(f"{s}\t{r}\t{o}\n")
 
     def add_alias(self, iri: str, text: str) -> None:
-        self.entity_label.setdefault(iri, None)  # named by a labels file only: no label of its own
-        self.aliases[(iri, text)] = None
+        self._order += 1
+        self._nodes.write(f"{self._iri(iri)}\t{self._order:012d}\t0\t\n")  # named by a labels file only: no label of its own
+        self._aliases.write(f"{self._label(text)}\t{iri}\n")
+
+    def close(self) -> None:
+        for f in (self._facts, self._nodes, self._aliases):
+            f.close()
+
+    def sorted_lines(self, name: str, *keys: str, unique: bool = False) -> Iterator[list[str]]:
+        """The rows of `name`, sorted on disk by `keys` (sort's -k specs; none: whole lines)."""
+        source, target = self.folder / name, self.folder / f"{name}.{'-'.join(keys) or 'lines'}.sorted"
+        command = ["sort", "-t", "\t", "-S", SORT_MEMORY, "-T", str(self.folder), *(f"-k{k}" for k in keys), *(["-u"] if unique else []),
+                   "-o", str(target), str(source)]
+        done = subprocess.run(command, env={**os.environ, "LC_ALL": "C"}, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BulkImportError(f"`{' '.join(command)}` failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+        with open(target, encoding="utf-8", newline="") as f:
+            for line in f:
+                yield line.rstrip("\n").split("\t")
+        target.unlink()
 
 
 def bulk_load(
@@ -96,12 +148,15 @@ def bulk_load(
     skip_bad: bool = False,
     neo4j_admin: str | None = None,
     progress: Progress | None = None,
+    spool_dir: str | Path | None = None,
 ) -> BulkReport:
     """Import `paths` as KG `kg` into a new database `database` of the (stopped) Neo4j at `home`;
     `formats` is one format for every file, or one per file (None: from the file name).
 
     An existing database is replaced only with `overwrite` (it would lose everything in it, other KGs
-    too), or when it is this import's own earlier result and `force` asks to redo it."""
+    too), or when it is this import's own earlier result and `force` asks to redo it. The facts are
+    spooled and sorted on disk in `spool_dir` (default: the temporary folder; about three times the
+    input's size, uncompressed), never held in memory."""
     started = time.perf_counter()
     home = Path(home).expanduser().resolve()
     check_kg_name(kg)
@@ -135,13 +190,16 @@ def bulk_load(
         )
     command, env = admin_command(home, neo4j_admin)
 
-    graph = _Graph()
-    for path, f, key in zip(files, fmts, keys):
-        _read_file(graph, path, f, kg, key, skip_bad, report, progress)
     step = progress or (lambda stage, done, total: None)
-    with tempfile.TemporaryDirectory(prefix="kgqa-bulk-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kgqa-bulk-", dir=spool_dir) as tmp:
+        spool = _Spool(Path(tmp))
+        try:
+            for path, f, key in zip(files, fmts, keys):
+                _read_file(spool, path, f, kg, key, skip_bad, report, progress)
+        finally:
+            spool.close()
         step("write CSV", 0, 1)
-        arguments = _write_csv(Path(tmp), graph, kg, keys, report)
+        arguments = _write_csv(Path(tmp), spool, kg, keys, report)
         step("write CSV", 1, 1)
         report.read_s = time.perf_counter() - started
         marker.parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +249,7 @@ def _java(lib: Path) -> list[str]:
     return ["java", "-cp", str(lib / "*"), ADMIN_MAIN]
 
 
-def _read_file(graph: _Graph, path: Path, fmt: str, kg: str, key: str, skip_bad: bool, report: BulkReport,
+def _read_file(graph: _Spool, path: Path, fmt: str, kg: str, key: str, skip_bad: bool, report: BulkReport,
                progress: Progress | None) -> None:
     records, position = read(path, fmt, KGNamespace(kg))
     total = path.stat().st_size
@@ -236,73 +294,116 @@ def _csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) ->
     return path
 
 
-def _facts_csv(path: Path, graph: _Graph, kg: str) -> Path:
-    header = [":START_ID(Entity)", ":END_ID(Entity)", "relation", "out_group", "in_group"]
-    if any('"' in iri for iri in graph.entity_label) or any('"' in iri for iri in graph.relation_label):
-        return _csv(path, header, ([s, o, r, f"{kg} {s} {r}", f"{kg} {o} {r}"] for s, r, o in graph.facts))
-    # no IRI holds a quote (the usual case: RDF IRIs cannot, minted ones are percent-encoded), so the
-    # rows are formatted directly: a third of the time of the whole import's Python side on MetaQA
-    with open(path, "w", encoding="utf-8", newline="") as out:
-        out.write(",".join(header) + "\n")
-        out.writelines(f'"{s}","{o}","{r}","{kg} {s} {r}","{kg} {o} {r}"\n' for s, r, o in graph.facts)
-    return path
+def _grouped(rows: Iterator[list[str]], entity_at: int) -> Iterator[tuple[str, dict[str, int]]]:
+    """(entity, {relation: facts}) from facts sorted by that entity then relation."""
+    current, counts = None, {}
+    for row in rows:
+        entity, relation = row[entity_at], row[1]
+        if entity != current:
+            if current is not None:
+                yield current, counts
+            current, counts = entity, {}
+        counts[relation] = counts.get(relation, 0) + 1
+    if current is not None:
+        yield current, counts
+
+
+def _first_labels(rows: Iterator[list[str]]) -> Iterator[tuple[str, str | None]]:
+    """(entity, the first label a fact gave it, or None) from nodes sorted by IRI then order."""
+    current, label = None, None
+    for iri, _, has_label, text in rows:
+        if iri != current:
+            if current is not None:
+                yield current, label
+            current, label = iri, None
+        if label is None and has_label == "1":
+            label = _unescape(text)
+    if current is not None:
+        yield current, label
 
 
 def _utf16_order(text: str) -> bytes:
     return text.encode("utf-16-be")  # Cypher's ORDER BY on strings, which recount_groups.cypher uses
 
 
-def _write_csv(folder: Path, graph: _Graph, kg: str, keys: list[str], report: BulkReport) -> list[str]:
-    out_n: Counter[tuple[str, str]] = Counter()
-    in_n: Counter[tuple[str, str]] = Counter()
-    for s, r, o in graph.facts:
-        out_n[s, r] += 1
-        in_n[o, r] += 1
-    groups: dict[str, tuple[dict[str, int], dict[str, int]]] = {iri: ({}, {}) for iri in graph.entity_label}
-    for (e, r), n in out_n.items():
-        groups[e][0][r] = n
-    for (e, r), n in in_n.items():
-        groups[e][1][r] = n
-    for iri in graph.relation_label:
+def _write_csv(folder: Path, spool: _Spool, kg: str, keys: list[str], report: BulkReport) -> list[str]:
+    for iri in spool.relation_label:
         if ARRAY_DELIMITER in iri:
             raise BulkImportError(f"relation IRI {iri!r} holds U+001F, which the import uses between list items")
+    # the facts, deduplicated: each one once in facts.csv, counted per relation
+    relation_facts: Counter[str] = Counter()
+    header = [":START_ID(Entity)", ":END_ID(Entity)", "relation", "out_group", "in_group"]
+    with open(folder / "facts.csv", "w", encoding="utf-8", newline="") as out, open(folder / "unique.tsv", "w", encoding="utf-8", newline="") as unique:
+        out.write(",".join(header) + "\n")
+        for s, r, o in spool.sorted_lines("facts.tsv", unique=True):
+            relation_facts[r] += 1
+            unique.write(f"{s}\t{r}\t{o}\n")
+            # no IRI holds a quote (the usual case: RDF IRIs cannot, minted ones are percent-encoded): rows
+            # formatted directly, a third of the time of the whole import's Python side on MetaQA
+            out.write(",".join(_cell(v) for v in (s, o, r, f"{kg} {s} {r}", f"{kg} {o} {r}")) + "\n" if spool.quoted else
+                      f'"{s}","{o}","{r}","{kg} {s} {r}","{kg} {o} {r}"\n')
+    report.facts = sum(relation_facts.values())
+    # each entity's fan-out lists: three streams sorted by IRI, merged
+    outgoing = _grouped(spool.sorted_lines("unique.tsv", "1,1", "2,2"), 0)
+    incoming = _grouped(spool.sorted_lines("unique.tsv", "3,3", "2,2"), 2)
+    labels = _first_labels(spool.sorted_lines("nodes.tsv", "1,1", "2,2"))
 
     def fanout(lists: dict[str, int]) -> tuple[list[str] | None, list[int] | None]:
         order = sorted(lists, key=_utf16_order)
         return (order, [lists[r] for r in order]) if order else (None, None)  # the importer stores no empty list
 
     def entities() -> Iterable[Sequence[object]]:
-        for iri, label in graph.entity_label.items():
-            out_rel, out_counts = fanout(groups[iri][0])
-            in_rel, in_counts = fanout(groups[iri][1])
-            yield iri, kg, label, normalise_label(label) if label is not None else None, out_rel, out_counts, in_rel, in_counts
+        next_out, next_in = next(outgoing, None), next(incoming, None)
+        for iri, label in labels:
+            out_n: dict[str, int] = {}
+            in_n: dict[str, int] = {}
+            if next_out is not None and next_out[0] == iri:
+                out_n, next_out = next_out[1], next(outgoing, None)
+            if next_in is not None and next_in[0] == iri:
+                in_n, next_in = next_in[1], next(incoming, None)
+            report.entities += 1
+            yield iri, kg, label, normalise_label(label) if label is not None else None, *fanout(out_n), *fanout(in_n)
 
-    relation_facts = Counter(r for _, r, _ in graph.facts)
-    alias_ids = {text: i for i, text in enumerate(dict.fromkeys(text for _, text in graph.aliases))}
+    def aliases() -> Iterator[tuple[int, str, str]]:
+        """(alias id, text, entity): one id per text, from the aliases sorted by text."""
+        last, number = None, -1
+        for text, iri in spool.sorted_lines("aliases.tsv", "1,1", "2,2", unique=True):
+            if text != last:
+                last, number = text, number + 1
+            yield number, _unescape(text), iri
+
+    with open(folder / "names.csv", "w", encoding="utf-8", newline="") as names:
+        names.write(":START_ID(Alias),:END_ID(Entity)\n")
+
+        def alias_nodes() -> Iterable[Sequence[object]]:
+            last = -1
+            for number, text, iri in aliases():
+                names.write(f"{_cell(number)},{_cell(iri)}\n")
+                if number != last:
+                    last = number
+                    report.aliases += 1
+                    yield number, kg, text, normalise_label(text)
+
+        alias_csv = _csv(folder / "aliases.csv", [":ID(Alias)", "kg", "text", "key"], alias_nodes())
     nodes = {
         "KG": _csv(folder / "kg.csv", ["name", "indexes_pending:boolean"], [[kg, True]]),
         "Entity": _csv(folder / "entities.csv", ["iri:ID(Entity)", "kg", "label", "key", "out_rel:string[]", "out_n:long[]",
                                                    "in_rel:string[]", "in_n:long[]"], entities()),
         "Relation": _csv(folder / "relations.csv", ["iri", "kg", "label", "facts:long"],
-                         ([iri, kg, label, relation_facts[iri]] for iri, label in graph.relation_label.items())),
-        "Alias": _csv(folder / "aliases.csv", [":ID(Alias)", "kg", "text", "key"],
-                      ([i, kg, text, normalise_label(text)] for text, i in alias_ids.items())),
+                         ([iri, kg, label, relation_facts[iri]] for iri, label in spool.relation_label.items())),
+        "Alias": alias_csv,
         "LoadRecord": _csv(folder / "load.csv", ["kg", "source", "committed:long", "complete:boolean"],
-                           ([kg, source_id(key), graph.positions[key], True] for key in keys)),
+                           ([kg, source_id(key), spool.positions[key], True] for key in keys)),
     }
-    relationships = {
-        "FACT": _facts_csv(folder / "facts.csv", graph, kg),
-        "NAMES": _csv(folder / "names.csv", [":START_ID(Alias)", ":END_ID(Entity)"],
-                      ([alias_ids[text], iri] for iri, text in graph.aliases)),
-    }
-    report.facts, report.entities = len(graph.facts), len(graph.entity_label)
-    report.relations, report.aliases = len(graph.relation_label), len(alias_ids)
-    multiline = any("\n" in t or "\r" in t for t in [*(l for l in graph.entity_label.values() if l), *alias_ids])
+    for name in ("facts.tsv", "unique.tsv", "nodes.tsv", "aliases.tsv"):
+        (folder / name).unlink()
+    report.relations = len(spool.relation_label)
     return [
         *(f"--nodes={label}={path}" for label, path in nodes.items()),
-        *(f"--relationships={kind}={path}" for kind, path in relationships.items()),
+        f"--relationships=FACT={folder / 'facts.csv'}",
+        f"--relationships=NAMES={folder / 'names.csv'}",
         f"--array-delimiter=U+{ord(ARRAY_DELIMITER):04X}",
-        f"--multiline-fields={'true' if multiline else 'false'}",
+        f"--multiline-fields={'true' if spool.multiline else 'false'}",
         f"--report-file={folder / 'import.report'}",
     ]
 

@@ -103,3 +103,40 @@ def test_bulk_import_holds_what_the_bolt_loader_writes(tmp_path, demo_file, capl
         assert load_file(writer, extra).facts_in_store == reference.counts().facts + 1
         writer.close()
         store.close()
+
+
+def test_the_spool_sorts_on_disk_to_what_the_facts_say(tmp_path):
+    """Without Neo4j: the CSV files written from the on-disk spool hold each fact once, each entity's
+    first label (tabs, line breaks and backslashes kept), its fan-out lists and one node per alias text."""
+    import csv
+
+    from kgqa.core.store import SourceFact, SourceNode
+    from kgqa.cypher.bulk import ARRAY_DELIMITER, BulkReport, _Spool, _write_csv
+
+    def node(iri: str, label: str | None = None) -> SourceNode:
+        return SourceNode(f"urn:x:{iri}", label)
+
+    facts = [(node("a", "first\tlabel\\n"), node("r"), node("b", "line\nbreak")), (node("a", "second"), node("r"), node("c")),
+             (node("a"), node("r"), node("b")), (node("c"), node("q"), node("a")), (node("a"), node("q"), node("c"))]
+    spool = _Spool(tmp_path)
+    for s, r, o in facts:
+        spool.add(SourceFact(s, r, o))
+    spool.add_alias("urn:x:only", "Only \"named\"")
+    spool.add_alias("urn:x:a", "Only \"named\"")
+    spool.add_alias("urn:x:a", "Only \"named\"")
+    spool.positions["file"] = 7
+    spool.close()
+    report = BulkReport("home", "neo4j", KG, ["file"])
+    arguments = _write_csv(tmp_path, spool, KG, ["file"], report)
+    assert "--multiline-fields=true" in arguments and (report.facts, report.entities, report.relations, report.aliases) == (4, 4, 2, 1)
+    with open(tmp_path / "entities.csv", encoding="utf-8", newline="") as f:
+        rows = {row["iri:ID(Entity)"]: row for row in csv.DictReader(f)}
+    assert rows["urn:x:a"]["label"] == "first\tlabel\\n" and rows["urn:x:b"]["label"] == "line\nbreak" and rows["urn:x:only"]["label"] == ""
+    a = rows["urn:x:a"]
+    assert (a["out_rel:string[]"].split(ARRAY_DELIMITER), a["out_n:long[]"].split(ARRAY_DELIMITER)) == (["urn:x:q", "urn:x:r"], ["1", "2"])
+    assert (a["in_rel:string[]"], a["in_n:long[]"]) == ("urn:x:q", "1")
+    with open(tmp_path / "facts.csv", encoding="utf-8", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 4
+    with open(tmp_path / "names.csv", encoding="utf-8", newline="") as f:
+        assert sorted(row[":END_ID(Entity)"] for row in csv.DictReader(f)) == ["urn:x:a", "urn:x:only"]
+    assert not list(tmp_path.glob("*.tsv*"))  # the spool's files are gone once the CSV files are written

@@ -103,7 +103,7 @@ class RelationSynonyms:
 
     def _inflected(self, lemma: str, head: str, base: str, pos: str, kind: str) -> str:
         if pos == "noun":
-            return plural(lemma) if head != base and " " not in head else lemma
+            return plural(lemma) if head != base and " " not in head and not lemma.endswith("s") else lemma  # "laurels" stays
         if kind == "verb":
             return self.wordnet.third_person(lemma)
         return self.wordnet.past_participle(lemma)
