@@ -3,7 +3,9 @@
 The files are read with the loaders' readers (same IRIs, labels, bad-line errors as the Bolt path),
 and the graph the Bolt writer would end with — entities with their fan-out lists, relations with
 their fact counts, aliases, the KG and one complete load record per file — is written as CSV files
-and handed to `neo4j-admin database import full`. The importer builds a whole database and needs
+and handed to `neo4j-admin database import full`. What is read goes to spool files on disk, and the
+facts are deduplicated, grouped per (entity, relation) and merged with the entities' labels by GNU
+sort there (`_Spool`): the memory it takes does not grow with the KG. The importer builds a whole database and needs
 Neo4j stopped; it cannot create kgqa's indexes (Community's record format), so the first writer that
 opens the database over Bolt creates them (`kgqa load` of the same files: it finds them loaded).
 
