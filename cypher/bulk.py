@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kgqa.core.cache import cache_root
 from kgqa.core.errors import KGQAError
 from kgqa.core.labels import normalise_label
 from kgqa.core.namespace import KGNamespace, check_kg_name
@@ -64,6 +66,7 @@ class BulkReport:
 
 
 SORT_MEMORY = "512M"  # GNU sort's buffer (-S): the import's memory does not grow with the KG
+_CONTROL = re.compile(r"[\x00-\x1f]")
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
@@ -98,8 +101,8 @@ class _Spool:
         self._order = 0
 
     def _iri(self, iri: str) -> str:
-        if "\t" in iri or "\n" in iri or "\r" in iri:
-            raise BulkImportError(f"IRI {iri!r} holds a tab or line break, which no IRI may")
+        if _CONTROL.search(iri):
+            raise BulkImportError(f"IRI {iri!r} holds a control character (a tab, a line break, …), which no IRI may")
         self.quoted = self.quoted or '"' in iri
         return iri
 
@@ -124,18 +127,21 @@ class _Spool:
         for f in (self._facts, self._nodes, self._aliases):
             f.close()
 
-    def sorted_lines(self, name: str, *keys: str, unique: bool = False) -> Iterator[list[str]]:
-        """The rows of `name`, sorted on disk by `keys` (sort's -k specs; none: whole lines)."""
-        source, target = self.folder / name, self.folder / f"{name}.{'-'.join(keys) or 'lines'}.sorted"
+    def sort_file(self, source: Path, *keys: str, unique: bool = False) -> Path:
+        """A copy of `source` sorted on disk by `keys` (sort's -k specs; none: whole lines)."""
+        target = self.folder / f"{source.name}.{'-'.join(keys) or 'lines'}.sorted"
         command = ["sort", "-t", "\t", "-S", SORT_MEMORY, "-T", str(self.folder), *(f"-k{k}" for k in keys), *(["-u"] if unique else []),
                    "-o", str(target), str(source)]
         done = subprocess.run(command, env={**os.environ, "LC_ALL": "C"}, capture_output=True, text=True)
         if done.returncode != 0:
             raise BulkImportError(f"`{' '.join(command)}` failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
-        with open(target, encoding="utf-8", newline="") as f:
-            for line in f:
-                yield line.rstrip("\n").split("\t")
-        target.unlink()
+        return target
+
+
+def _rows(path: Path) -> Iterator[list[str]]:
+    with open(path, encoding="utf-8", newline="") as f:
+        for line in f:
+            yield line.rstrip("\n").split("\t")
 
 
 def bulk_load(
@@ -150,15 +156,14 @@ def bulk_load(
     skip_bad: bool = False,
     neo4j_admin: str | None = None,
     progress: Progress | None = None,
-    spool_dir: str | Path | None = None,
 ) -> BulkReport:
     """Import `paths` as KG `kg` into a new database `database` of the (stopped) Neo4j at `home`;
     `formats` is one format for every file, or one per file (None: from the file name).
 
     An existing database is replaced only with `overwrite` (it would lose everything in it, other KGs
     too), or when it is this import's own earlier result and `force` asks to redo it. The facts are
-    spooled and sorted on disk in `spool_dir` (default: the temporary folder; about three times the
-    input's size, uncompressed), never held in memory."""
+    spooled and sorted on disk in the temporary folder (TMPDIR), never held in memory: at its peak
+    about three times the size of the CSV files the importer reads."""
     started = time.perf_counter()
     home = Path(home).expanduser().resolve()
     check_kg_name(kg)
@@ -193,7 +198,7 @@ def bulk_load(
     command, env = admin_command(home, neo4j_admin)
 
     step = progress or (lambda stage, done, total: None)
-    with tempfile.TemporaryDirectory(prefix="kgqa-bulk-", dir=spool_dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="kgqa-bulk-") as tmp:
         spool = _Spool(Path(tmp))
         try:
             for path, f, key in zip(files, fmts, keys):
@@ -233,8 +238,7 @@ def admin_command(home: Path, neo4j_admin: str | None = None) -> tuple[list[str]
         return [str(home / "bin" / "neo4j-admin")], env
     if os.environ.get("KGQA_NEO4J_LIB"):
         return _java(Path(os.environ["KGQA_NEO4J_LIB"])), env
-    cache = Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa"))
-    libs = sorted(cache.glob("neo4j-*/lib"), key=lambda p: p.stat().st_mtime)
+    libs = sorted(cache_root().glob("neo4j-*/lib"), key=lambda p: p.stat().st_mtime)
     if libs:
         return _java(libs[-1]), env
     raise BulkImportError(
@@ -251,7 +255,7 @@ def _java(lib: Path) -> list[str]:
     return ["java", "-cp", str(lib / "*"), ADMIN_MAIN]
 
 
-def _read_file(graph: _Spool, path: Path, fmt: str, kg: str, key: str, skip_bad: bool, report: BulkReport,
+def _read_file(spool: _Spool, path: Path, fmt: str, kg: str, key: str, skip_bad: bool, report: BulkReport,
                progress: Progress | None) -> None:
     records, position = read(path, fmt, KGNamespace(kg))
     total = path.stat().st_size
@@ -261,9 +265,9 @@ def _read_file(graph: _Spool, path: Path, fmt: str, kg: str, key: str, skip_bad:
         last = record.position
         item = record.item
         if isinstance(item, SourceFact):
-            graph.add(item)
+            spool.add(item)
         elif isinstance(item, Label):
-            graph.add_alias(item.iri, item.label)
+            spool.add_alias(item.iri, item.label)
         elif isinstance(item, Bad):
             item.stop_unless(skip_bad, path)
             report.skipped += 1
@@ -271,7 +275,7 @@ def _read_file(graph: _Spool, path: Path, fmt: str, kg: str, key: str, skip_bad:
                 report.skipped_lines.append(f"{path}:{item.line}")
         if progress and n % 50_000 == 0:
             progress(f"read {path.name}", position.tell(), total)
-    graph.positions[key] = last
+    spool.positions[key] = last
     if progress:
         progress(f"read {path.name}", total, total)
 
@@ -335,20 +339,21 @@ def _write_csv(folder: Path, spool: _Spool, kg: str, keys: list[str], report: Bu
     # the facts, deduplicated: each one once in facts.csv, counted per relation
     relation_facts: Counter[str] = Counter()
     header = [":START_ID(Entity)", ":END_ID(Entity)", "relation", "out_group", "in_group"]
-    with open(folder / "facts.csv", "w", encoding="utf-8", newline="") as out, open(folder / "unique.tsv", "w", encoding="utf-8", newline="") as unique:
+    unique = spool.sort_file(folder / "facts.tsv", unique=True)
+    with open(folder / "facts.csv", "w", encoding="utf-8", newline="") as out:
         out.write(",".join(header) + "\n")
-        for s, r, o in spool.sorted_lines("facts.tsv", unique=True):
+        for s, r, o in _rows(unique):
             relation_facts[r] += 1
-            unique.write(f"{s}\t{r}\t{o}\n")
             # no IRI holds a quote (the usual case: RDF IRIs cannot, minted ones are percent-encoded): rows
             # formatted directly, a third of the time of the whole import's Python side on MetaQA
             out.write(",".join(_cell(v) for v in (s, o, r, f"{kg} {s} {r}", f"{kg} {o} {r}")) + "\n" if spool.quoted else
                       f'"{s}","{o}","{r}","{kg} {s} {r}","{kg} {o} {r}"\n')
     report.facts = sum(relation_facts.values())
     # each entity's fan-out lists: three streams sorted by IRI, merged
-    outgoing = _grouped(spool.sorted_lines("unique.tsv", "1,1", "2,2"), 0)
-    incoming = _grouped(spool.sorted_lines("unique.tsv", "3,3", "2,2"), 2)
-    labels = _first_labels(spool.sorted_lines("nodes.tsv", "1,1", "2,2"))
+    # whole lines sorted are sorted by subject, then relation: no IRI holds a control character (`_iri`)
+    outgoing = _grouped(_rows(unique), 0)
+    incoming = _grouped(_rows(spool.sort_file(unique, "3,3", "2,2")), 2)
+    labels = _first_labels(_rows(spool.sort_file(folder / "nodes.tsv", "1,1", "2,2")))
 
     def fanout(lists: dict[str, int]) -> tuple[list[str] | None, list[int] | None]:
         order = sorted(lists, key=_utf16_order)
@@ -369,7 +374,7 @@ def _write_csv(folder: Path, spool: _Spool, kg: str, keys: list[str], report: Bu
     def aliases() -> Iterator[tuple[int, str, str]]:
         """(alias id, text, entity): one id per text, from the aliases sorted by text."""
         last, number = None, -1
-        for text, iri in spool.sorted_lines("aliases.tsv", "1,1", "2,2", unique=True):
+        for text, iri in _rows(spool.sort_file(folder / "aliases.tsv", "1,1", "2,2", unique=True)):
             if text != last:
                 last, number = text, number + 1
             yield number, _unescape(text), iri
@@ -397,8 +402,8 @@ def _write_csv(folder: Path, spool: _Spool, kg: str, keys: list[str], report: Bu
         "LoadRecord": _csv(folder / "load.csv", ["kg", "source", "committed:long", "complete:boolean"],
                            ([kg, source_id(key), spool.positions[key], True] for key in keys)),
     }
-    for name in ("facts.tsv", "unique.tsv", "nodes.tsv", "aliases.tsv"):
-        (folder / name).unlink()
+    for spooled in folder.glob("*.tsv*"):  # the CSVs hold it all now
+        spooled.unlink()
     report.relations = len(spool.relation_label)
     return [
         *(f"--nodes={label}={path}" for label, path in nodes.items()),

@@ -26,7 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from kgqa.core.debian import cache_root, package_files
+from kgqa.core.cache import cache_root
+from kgqa.core.debian import package_files
 from kgqa.core.namespace import KGNamespace
 from kgqa.core.store import SourceFact, SourceNode
 from kgqa.loaders.readers import Bad, Label, Record

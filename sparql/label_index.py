@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from kgqa.core.cache import cache_root
 from kgqa.core.errors import NoLabelIndex, StoreError
 from kgqa.core.labels import MIN_FUZZY_WORD, deletion_keys, normalise_label, one_edit_deletions, within_one_edit
 
@@ -238,10 +238,6 @@ def endpoint_index_path(url: str, kg: str) -> Path:
     """Where the label index of `kg` at a SPARQL endpoint lives (under KGQA_CACHE, by URL)."""
     digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
     return cache_root() / "labels" / f"{digest}-{kg}.sqlite"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa"))
 
 
 def build_index(pairs: Iterable[tuple[str, str]], index: LabelIndex, batch: int = 20_000,

@@ -140,3 +140,8 @@ def test_the_spool_sorts_on_disk_to_what_the_facts_say(tmp_path):
     with open(tmp_path / "names.csv", encoding="utf-8", newline="") as f:
         assert sorted(row[":END_ID(Entity)"] for row in csv.DictReader(f)) == ["urn:x:a", "urn:x:only"]
     assert not list(tmp_path.glob("*.tsv*"))  # the spool's files are gone once the CSV files are written
+    (tmp_path / "again").mkdir()
+    refusing = _Spool(tmp_path / "again")
+    with pytest.raises(BulkImportError, match="control character"):  # it would break the sorted merge
+        refusing.add(SourceFact(node("a\x01b"), node("r"), node("c")))
+    refusing.close()

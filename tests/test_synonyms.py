@@ -107,7 +107,7 @@ def real_wordnet() -> WordNet:
 
 def test_real_wordnet_and_encoder_read_the_film_sense_of_metaqas_relations(real_wordnet):
     labels = ["directed_by", "written_by", "starred_actors", "release_year", "in_language", "has_tags", "has_genre"]
-    found = RelationSynonyms(real_wordnet, labels, TextEncoder().encode)
+    found = RelationSynonyms(real_wordnet, labels, TextEncoder().encode_bulk)
     assert "plays and films" in found.senses["directed_by"].gloss
     assert ("passive", "made by") in found.alternatives["directed_by"]
     assert ("noun", "starred performers") in found.alternatives["starred_actors"]
@@ -118,7 +118,7 @@ def test_real_wordnet_and_encoder_read_the_film_sense_of_metaqas_relations(real_
 def test_questions_with_synonyms_keep_their_answers(demo_kg, real_wordnet):
     store, triples = demo_kg
     ns = KGNamespace("demo")
-    found = RelationSynonyms(real_wordnet, [r.label for r in store.relations()], TextEncoder().encode)
+    found = RelationSynonyms(real_wordnet, [r.label for r in store.relations()], TextEncoder().encode_bulk)
     plain, said = synthesise(store, 80, seed=4), synthesise(store, 80, seed=4, synonyms=found, synonym_share=1.0)
     assert synthesise(store, 80, seed=4, synonyms=found, synonym_share=0.0) == plain  # share 0: the same questions
     other_words = {w for _, alternatives in found.alternatives.items() for _, words in alternatives for w in words.split()}

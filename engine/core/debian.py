@@ -14,11 +14,6 @@ from pathlib import Path
 from kgqa.core.errors import KGQAError
 
 
-def cache_root() -> Path:
-    """$KGQA_CACHE, else ~/.cache/kgqa."""
-    return Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa"))
-
-
 def run_command(command: list[str], cwd: Path) -> None:
     shown = " ".join(command)
     try:

@@ -55,7 +55,7 @@ def _synonyms(graph, folder: Path | None):
     from kgqa.eval.synth.wordnet import open_wordnet
     from kgqa.retrieval.text import TextEncoder
 
-    found = RelationSynonyms(open_wordnet(folder), [r.label for r in graph.relations()], TextEncoder().encode)
+    found = RelationSynonyms(open_wordnet(folder), [r.label for r in graph.relations()], TextEncoder().encode_bulk)
     said = ", ".join(f"{label}: {' / '.join(w for _, w in alternatives)}" for label, alternatives in found.alternatives.items())
     err.print(f"synonyms for {len(found.alternatives)} relations" + (f" ({said})" if said else ""), highlight=False)
     return found

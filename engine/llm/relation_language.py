@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kgqa.core.answer import LLMCall
+from kgqa.core.cache import cache_root
 from kgqa.llm.protocol import LLM, LLMError
 from kgqa.llm.session import LLMSession
 from kgqa.core.store import GraphStore
@@ -88,7 +89,7 @@ def generate(store: GraphStore, llm: LLM, progress: Callable[[int, int], None] |
 
 
 def cache_path(store: GraphStore, llm: LLM, directory: Path | None = None) -> Path:
-    base = directory or Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa")) / "relation-language"
+    base = directory or cache_root() / "relation-language"
     labels = sorted({r.label for r in store.relations()})
     digest = hashlib.sha256(json.dumps([llm.provider, llm.model, labels]).encode()).hexdigest()[:16]
     return base / f"{store.kg}-{digest}.json"

@@ -105,8 +105,7 @@ class MiniLM(nn.Module):
     @torch.inference_mode()
     def token_states(self, texts: list[str]) -> list[np.ndarray]:
         """Each text's last-layer token vectors ([CLS] … [SEP], no padding), [T_i, dim]."""
-        x, mask = self._batch(texts)
-        return [x[i, : int(mask[i].sum())].float().cpu().numpy() for i in range(len(texts))]
+        return self.encode_with_states(texts, batch_size=max(1, len(texts)))[1]
 
 
 def _renamed(state: dict[str, Tensor], layers: int) -> dict[str, Tensor]:

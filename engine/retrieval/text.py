@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kgqa.core.cache import cache_root
+
 if TYPE_CHECKING:
     from kgqa.retrieval.minilm import MiniLM
 
@@ -89,7 +91,7 @@ class TextEncoder:
     def __init__(self, cache_dir: Path | None = None, device: str = "cpu"):
         self.name = DEFAULT_ENCODER
         self.device = device
-        self.cache_dir = Path(cache_dir) if cache_dir else Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa")) / "text"
+        self.cache_dir = Path(cache_dir) if cache_dir else cache_root() / "text"
         self._lock = threading.Lock()  # this encoder's in-memory cache
         self._memory: dict[str, np.ndarray] = {}
 

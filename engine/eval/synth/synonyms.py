@@ -27,7 +27,7 @@ MAX_CONTEXT = 12  # other relations shown beside the one whose sense is chosen
 # "supplied in", 0.26) and senses the encoder chose wrong; above it "made by" for "directed by" (0.63).
 MIN_SIMILARITY = 0.4
 
-Encode = Callable[[Sequence[str]], np.ndarray]  # L2-normalised rows
+Encode = Callable[[Sequence[str]], np.ndarray]  # L2-normalised rows (`TextEncoder.encode_bulk`: glosses are seen once)
 
 
 class RelationSynonyms:
@@ -37,7 +37,7 @@ class RelationSynonyms:
     def __init__(self, wordnet: WordNet, relation_labels: Sequence[str], encode: Encode):
         self.wordnet = wordnet
         words = {label: relation_words(label) for label in relation_labels}
-        taken = {w for _, text in words.values() for w in text.split()} | {w for label in relation_labels for w in readable_relation(label).split()}
+        taken = {w for label in relation_labels for w in readable_relation(label).split()}  # every relation's words
         self.alternatives: dict[str, list[tuple[str, str]]] = {}
         self.senses: dict[str, Synset] = {}
         for label, (kind, text) in words.items():

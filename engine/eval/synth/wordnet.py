@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from kgqa.core.debian import cache_root, package_files
+from kgqa.core.cache import cache_root
+from kgqa.core.debian import package_files
 from kgqa.core.errors import KGQAError
 
 PACKAGE = "wordnet-base"
