@@ -159,17 +159,16 @@ class Features:
         self.relations = dict(zip(texts, encoder.encode(texts)))
         log(f"... and of {len(texts)} relation texts")
 
-    def batch(self, rows: list[dict]) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor], list[int]]:
-        """The model's inputs for the rows' paths, each row's targets over its paths and then its "no
-        path" option, and the index of each row's first path (its question's tokens)."""
+    def batch(self, rows: list[dict]) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
+        """The model's inputs for the rows' paths, and each row's targets over its paths and then its
+        "no path" option."""
         states = [self.tokens[r["q"]].astype(np.float32) for r in rows]
-        paths, owner, targets, first = [], [], [], []
+        paths, owner, targets = [], [], []
         for i, r in enumerate(rows):
-            first.append(len(paths))
             paths += [[self.relations[h] for h in p.split(ARROW)] for p in r["paths"]]
             owner += [i] * len(r["paths"])
             targets.append(torch.tensor([*r["target"], 0.0 if r.get("answerable", True) else 1.0]))
-        return path_inputs(states, paths, owner), targets, first
+        return path_inputs(states, paths, owner), targets
 
 
 def _chunked(fn, items: list, size: int = 256) -> list:  # type: ignore[no-untyped-def]
@@ -179,10 +178,10 @@ def _chunked(fn, items: list, size: int = 256) -> list:  # type: ignore[no-untyp
     return out
 
 
-def _options(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor], first: list[int]) -> list[torch.Tensor]:
+def _options(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor]) -> list[torch.Tensor]:
     """Each question's scores: its paths', then its "no path" option's."""
     scores = model(*inputs)
-    no_path = model.no_path(inputs[0][first], inputs[1][first])
+    no_path = model.no_path(inputs[0], inputs[1])  # one row per question
     out, start = [], 0
     for i, target in enumerate(targets):
         out.append(torch.cat([scores[start : start + len(target) - 1], no_path[i : i + 1]]))
@@ -190,9 +189,9 @@ def _options(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: 
     return out
 
 
-def listwise_loss(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor], first: list[int]) -> torch.Tensor:
+def listwise_loss(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor]) -> torch.Tensor:
     loss = 0.0
-    for part, target in zip(_options(model, inputs, targets, first), targets):
+    for part, target in zip(_options(model, inputs, targets), targets):
         loss = loss - (torch.log_softmax(part, 0) * target / target.sum()).sum()
     return loss / len(targets)
 
@@ -205,8 +204,8 @@ def accuracy(model: PathReaderModel, features: Features, rows: list[dict], batch
     with torch.inference_mode():
         for i in range(0, len(rows), batch):
             part = rows[i : i + batch]
-            inputs, targets, first = features.batch(part)
-            for row, options, target in zip(part, _options(model, inputs, targets, first), targets):
+            inputs, targets = features.batch(part)
+            for row, options, target in zip(part, _options(model, inputs, targets), targets):
                 right[row.get("answerable", True)] += float(target[int(torch.argmax(options))]) == 1.0
     model.train()
     counts = {kind: sum(r.get("answerable", True) == kind for r in rows) for kind in (True, False)}

@@ -120,22 +120,61 @@ def test_paths_read_the_question_by_hop_in_order_and_a_saved_reader_scores_the_s
     with torch.no_grad():
         model.match.weight.add_(torch.randn_like(model.match.weight) * 0.05)
     model.eval()
-    tokens, mask, relations, lengths = inputs_for([1, 2, 3, 2])
-    assert tokens.shape == (4, 7, 384) and mask[3].sum() == 5 and relations.shape == (4, 3, 384) and lengths.tolist() == [1, 2, 3, 2]
-    assert torch.all(relations[0, 1:] == 0)  # padding past a path's hops
-    scores = model(tokens, mask, relations, lengths)
+    tokens, mask, relations, lengths, owner = inputs_for([1, 2, 3, 2])
+    assert tokens.shape == (2, 7, 384) and mask[1].sum() == 5 and relations.shape == (4, 3, 384) and lengths.tolist() == [1, 2, 3, 2]
+    assert owner.tolist() == [0, 0, 0, 1] and torch.all(relations[0, 1:] == 0)  # padding past a path's hops
+    scores = model(tokens, mask, relations, lengths, owner)
     # order matters: the same two relations swapped read differently (each hop has its own instruction)
     swapped = relations.clone()
     swapped[1, [0, 1]] = relations[1, [1, 0]]
-    assert not torch.isclose(model(tokens, mask, swapped, lengths)[1], scores[1])
+    assert not torch.isclose(model(tokens, mask, swapped, lengths, owner)[1], scores[1])
     # padding tokens are not read
     padded = tokens.clone()
-    padded[3, 5:] = 100.0
-    assert torch.isclose(model(padded, mask, relations, lengths)[3], scores[3])
+    padded[1, 5:] = 100.0
+    assert torch.isclose(model(padded, mask, relations, lengths, owner)[3], scores[3])
+    # a path scores the same read alone or beside others of other questions
+    assert torch.isclose(model(tokens[1:], mask[1:], relations[3:], lengths[3:], torch.zeros(1, dtype=torch.long))[0], scores[3], atol=1e-5)
     model.save(tmp_path / "reader", ReaderConfig(1.5, 7), {"note": "test"})
     loaded, config = PathReaderModel.load(tmp_path / "reader")
     assert config == ReaderConfig(1.5, 7)
-    assert torch.allclose(loaded(tokens, mask, relations, lengths), scores, atol=1e-6)
+    assert torch.allclose(loaded(tokens, mask, relations, lengths, owner), scores, atol=1e-6)
+
+
+def test_coverage_prefers_the_path_that_explains_every_word_the_question_weighs(tmp_path):
+    """A one-hop path that matches one of a question's two weighted words scores below the two-hop
+    path that matches both, by coverage alone (instructions and length reads zeroed); and a reader
+    saved before coverage existed loads with coverage off, scoring as it did."""
+    from safetensors.torch import load_file, save_file
+
+    rng = np.random.default_rng(3)
+    unit = lambda *shape: (lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True))(rng.normal(size=shape).astype(np.float32))  # noqa: E731
+    wrote, filmed, rest = unit(384), unit(384), unit(3, 384)
+    question = np.stack([rest[0], wrote, rest[1], filmed, rest[2]])  # "who | wrote | what | filmed | ?"
+    model = PathReaderModel().eval()
+    inputs = path_inputs([question], [[wrote], [wrote, filmed], [rest[0]]], [0, 0, 0])
+
+    def scores_weighing(word: np.ndarray) -> list[float]:
+        with torch.no_grad():
+            model.scale.zero_()
+            model.length.weight.zero_()
+            model.length.bias.zero_()
+            model.cover_scale.fill_(1.0)
+            model.importance.weight.copy_(torch.from_numpy(20 * word).unsqueeze(0))
+            model.importance.bias.zero_()
+        return model(*inputs).tolist()
+
+    one_hop, two_hop, other = scores_weighing(wrote + filmed)
+    assert two_hop > one_hop + 0.3 and one_hop > other + 0.3
+    # the learned importance decides which words count: weigh "who" and the path of its relation wins
+    one_hop, two_hop, other = scores_weighing(rest[0])
+    assert other > max(one_hop, two_hop) + 0.3
+    model.save(tmp_path / "new", ReaderConfig(1.0, 5), {})
+    state = {k: v for k, v in load_file(str(tmp_path / "new" / "model.safetensors")).items() if k not in {"importance.weight", "importance.bias", "cover.weight", "cover_scale"}}
+    (tmp_path / "old").mkdir()
+    save_file(state, str(tmp_path / "old" / "model.safetensors"))
+    (tmp_path / "old" / "config.json").write_text((tmp_path / "new" / "config.json").read_text())
+    old, _ = PathReaderModel.load(tmp_path / "old")
+    assert float(old.cover_scale) == 0.0
 
 
 class RandomEncoder:

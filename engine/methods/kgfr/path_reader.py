@@ -169,9 +169,15 @@ class PathReaderModel(torch.nn.Module):
     edges, L learned queries attend over the question's contextual token vectors (MiniLM, frozen),
     one instruction per hop, in order; each is matched against that hop's relation text vector
     (the sentence encoder's, frozen) through a learned map; the path's score is their mean cosine,
-    scaled, plus how much the question reads like an L-hop question (a linear read of its mean token).
+    scaled, plus how much the question reads like an L-hop question (a linear read of its mean token),
+    plus how well the path covers the question's relation words: each token, weighted by a learned
+    importance (softmax over the question), takes its best cosine with any of the path's relations.
+    The instructions say whether the path's relations are asked for; coverage says whether anything
+    asked for is left out — a one-hop path to the middle entity ("wrote", for "who filmed what X
+    wrote") leaves "filmed" unexplained, where a mean of cosines does not see it.
 
         score(q, r_1..r_L) = s · mean_i cos(M·instr_{L,i}(q), u_{r_i}) + w_L·mean_t(h_t) + b_L
+                             + s_c · Σ_t a_t(q) · max_i cos(C·h_t, u_{r_i})
         score(q, no path)  = w_∅·mean_t(h_t) + b_∅
 
     The question is read once per question, the relation texts once per KG (cached): a question
@@ -187,18 +193,28 @@ class PathReaderModel(torch.nn.Module):
         self.length = torch.nn.Linear(dim, MAX_PATH)
         self.scale = torch.nn.Parameter(torch.tensor(5.0))
         self.lacks = torch.nn.Linear(dim, 1)
+        self.importance = torch.nn.Linear(dim, 1)
+        self.cover = torch.nn.Linear(dim, dim, bias=False)
+        torch.nn.init.eye_(self.cover.weight)
+        self.cover_scale = torch.nn.Parameter(torch.tensor(0.0))  # 0: a reader saved before coverage scores as it did
 
-    def forward(self, tokens: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """tokens [B, T, d], mask [B, T] (True: a token), relations [B, MAX_PATH, d] (unit rows, zero
-        padded), lengths [B] (1..MAX_PATH) → a score per path [B]."""
+    def forward(self, tokens: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor, lengths: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
+        """tokens [Q, T, d], mask [Q, T] (True: a token) of Q questions; relations [B, MAX_PATH, d]
+        (unit rows, zero padded), lengths [B] (1..MAX_PATH) and owner [B] (the question each path
+        reads) of B paths → a score per path [B]. The question-side maps run once per question."""
+        keys, values = self.keys(tokens)[owner], self.match(tokens)[owner]
+        covering = torch.nn.functional.normalize(self.cover(tokens), dim=-1)[owner]
+        path_mask = mask[owner]
         queries = self.queries[_instruction_rows(lengths)]  # [B, P, d]
-        logits = torch.einsum("bpd,btd->bpt", queries, self.keys(tokens)) / tokens.shape[-1] ** 0.5
-        attention = torch.softmax(logits.masked_fill(~mask.unsqueeze(1), float("-inf")), dim=-1)
-        instructions = torch.nn.functional.normalize(self.match(attention @ tokens), dim=-1)  # [B, P, d]
+        logits = torch.einsum("bpd,btd->bpt", queries, keys) / tokens.shape[-1] ** 0.5
+        attention = torch.softmax(logits.masked_fill(~path_mask.unsqueeze(1), float("-inf")), dim=-1)
+        instructions = torch.nn.functional.normalize(attention @ values, dim=-1)  # [B, P, d]: M·(attended tokens), M linear
         hops = torch.arange(MAX_PATH, device=tokens.device).unsqueeze(0) < lengths.unsqueeze(1)  # [B, P]
         cosines = (instructions * relations).sum(-1) * hops
-        length_score = self.length(_pooled(tokens, mask)).gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
-        return self.scale * cosines.sum(1) / lengths + length_score
+        length_score = self.length(_pooled(tokens, mask))[owner].gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
+        importance = torch.softmax(self.importance(tokens).squeeze(-1).masked_fill(~mask, float("-inf")), dim=-1)[owner]  # [B, T]
+        coverage = _coverage(covering, path_mask, importance, relations, hops)
+        return self.scale * cosines.sum(1) / lengths + length_score + self.cover_scale * coverage
 
     def no_path(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The score of "no path of the subgraph reads the question", per question [B]."""
@@ -220,11 +236,22 @@ class PathReaderModel(torch.nn.Module):
         model = cls()
         state = load_file(str(folder / "model.safetensors"))
         missing = set(model.state_dict()) - set(state)
-        if missing - {"lacks.weight", "lacks.bias"}:  # a reader saved before the "no path" option has only those missing
+        if missing - LACKING_PARTS - COVERAGE_PARTS:  # a reader saved before the "no path" option or coverage lacks only those
             raise ValueError(f"{folder / 'model.safetensors'}: not a path reader (missing {sorted(missing)})")
         model.load_state_dict(state, strict=False)
         model.eval()
-        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing)
+        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing & LACKING_PARTS)
+
+
+LACKING_PARTS = {"lacks.weight", "lacks.bias"}
+COVERAGE_PARTS = {"importance.weight", "importance.bias", "cover.weight", "cover_scale"}
+
+
+def _coverage(covering: torch.Tensor, mask: torch.Tensor, importance: torch.Tensor, relations: torch.Tensor, hops: torch.Tensor) -> torch.Tensor:
+    """Σ_t a_t · max_i cos(C·h_t, u_{r_i}) per path [B]: the question's important tokens (`importance`,
+    a_t), each explained by the path's relation that reads most like it (`covering`: C·h_t, unit)."""
+    similarity = torch.einsum("btd,bpd->btp", covering, relations).masked_fill(~hops.unsqueeze(1), float("-inf"))
+    return (importance * similarity.max(-1).values.masked_fill(~mask, 0.0)).sum(-1)
 
 
 def _pooled(tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -232,8 +259,8 @@ def _pooled(tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def path_inputs(token_states: Sequence[np.ndarray], paths: Sequence[Sequence[np.ndarray]], owner: Sequence[int]) -> tuple[torch.Tensor, ...]:
-    """Batch tensors for `PathReaderModel`: path j reads question `owner[j]`'s tokens and its own
-    relation vectors (one per hop)."""
+    """Batch tensors for `PathReaderModel`: each question's tokens and mask once, and per path its
+    relation vectors (one per hop), its length and `owner` (path j reads question `owner[j]`)."""
     width = max(s.shape[0] for s in token_states)
     dim = token_states[0].shape[1]
     tokens = torch.zeros(len(token_states), width, dim)
@@ -246,7 +273,7 @@ def path_inputs(token_states: Sequence[np.ndarray], paths: Sequence[Sequence[np.
         relations[j, : len(hops)] = torch.from_numpy(np.stack(hops))
     index = torch.as_tensor(owner, dtype=torch.long)
     lengths = torch.as_tensor([len(h) for h in paths], dtype=torch.long)
-    return tokens[index], mask[index], relations, lengths
+    return tokens, mask, relations, lengths, index
 
 
 class PathReader:
@@ -267,10 +294,10 @@ class PathReader:
         vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
         if states is None:
             [states] = encoder.token_states([probe])
-        tokens, mask, relations, lengths = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
+        inputs = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
         with self._lock, torch.inference_mode():
-            scores = self.model(tokens, mask, relations, lengths).float().tolist()
-            no_path = float(self.model.no_path(tokens[:1], mask[:1])) if self.config.reads_lacking else None
+            scores = self.model(*inputs).float().tolist()
+            no_path = float(self.model.no_path(inputs[0], inputs[1])) if self.config.reads_lacking else None
         best: dict[int, float] = {}
         for (_, ends), score in zip(groups, scores):
             for node in ends.tolist():
