@@ -123,9 +123,15 @@ class Neo4jWriter:
         if aliases:
             self._write(("write_aliases", {"aliases": aliases}))
 
-    def finish(self, state: LoadState) -> None:
+    def finish(self, state: LoadState, recount: bool = True) -> None:
         """Fan-out lists and relation counts from the stored facts, then the source is marked done
-        (an interrupted recount is redone by the rerun, as the source is not complete yet)."""
+        (an interrupted recount is redone by the rerun, as the source is not complete yet). Without
+        `recount`: the KG node is marked stale instead, until a later finish recounts."""
+        if not recount:
+            self._write(("mark_counts", {"stale": True}))
+            self._write(("mark_progress", {"source": source_id(state.source_key), "committed": state.committed, "complete": True}))
+            state.complete = True
+            return
         self._auto("recount_groups", cypher("recount_groups"))
         self._write(("recount_relations", {}))
         # Fresh index statistics before the first question: with the ones sampled while the indexes
@@ -135,8 +141,12 @@ class Neo4jWriter:
             self._auto("replan", "CALL db.prepareForReplanning($seconds)", seconds=INDEX_WAIT_S)
         except Neo4jStoreError as exc:  # e.g. a loading user without the right to call it
             log.warning("index statistics not refreshed after the load (%s); Neo4j resamples them later", exc)
-        self._write(("mark_progress", {"source": source_id(state.source_key), "committed": state.committed, "complete": True}))
+        self._write(("mark_counts", {"stale": False}), ("mark_progress", {"source": source_id(state.source_key), "committed": state.committed, "complete": True}))
         state.complete = True
+
+    def counts_stale(self) -> bool:
+        self._in_flight.wait()
+        return bool(self.reader()._query("counts_stale")[0]["stale"])
 
     def fact_count(self) -> int:
         self._in_flight.wait()

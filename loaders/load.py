@@ -3,7 +3,9 @@
 Idempotent: facts are a set in every store, so writing a record twice changes nothing.
 Resumable: after each batch is written the writer records the position it reached; a rerun after a crash
 re-reads the file, skips the records at or before the last committed position, and writes the rest.
-Fan-out counts (the APP cap's input) are recomputed from the stored facts when the file is done.
+Fan-out counts (the APP cap's input) are recomputed from the stored facts when the file is done; a
+load of several files recounts once, after the last (`recount=False` for the others: the KG is marked
+"counts stale" until then, and a rerun that finds every file complete recounts if the mark is there).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class LoadReport:
     already_complete: bool = False
     facts_in_store: int = 0
     seconds: float = 0.0
+    recounted: bool = False  # the KG's fan-out counts were recomputed at the end of this file
 
 
 def source_key(path: Path, fmt: str) -> str:
@@ -54,10 +57,12 @@ def load_file(
     skip_bad: bool = False,
     force: bool = False,
     progress: Progress | None = None,
+    recount: bool = True,
 ) -> LoadReport:
     """Load one file. A malformed line raises `BadInputLine` (file:line) unless `skip_bad`, in which
     case it is counted in the report. A file already loaded completely is not read again unless
-    `force` (which rewrites it: the store's fact count does not change)."""
+    `force` (which rewrites it: the store's fact count does not change). `recount=False`: leave the
+    fan-out counts to the load's last file (see the module's docstring)."""
     path = Path(path)
     if not path.is_file():
         raise KGQAError(f"{path}: no such file")
@@ -68,6 +73,9 @@ def load_file(
     report = LoadReport(str(path), fmt)
     state = writer.load_state(source_key(path, fmt))
     if state.complete and not force:
+        if recount and writer.counts_stale():  # an earlier file's load ended before the last file's recount
+            writer.finish(state)
+            report.recounted = True
         report.already_complete = True
         report.facts_in_store = writer.fact_count()
         report.seconds = time.perf_counter() - started
@@ -113,7 +121,8 @@ def load_file(
             flush(record.position)
     if last_position > state.committed or batch or labels:
         flush(last_position)
-    writer.finish(state)
+    writer.finish(state, recount)
+    report.recounted = recount
     report.facts_in_store = writer.fact_count()
     report.seconds = time.perf_counter() - started
     if progress:

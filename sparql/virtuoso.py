@@ -182,7 +182,11 @@ class VirtuosoWriter(RdfWriter):
         self._in_flight.wait()
         self.isql.run("checkpoint")
 
-    def finish(self, state: LoadState) -> None:
+    def _update(self, sparql_update: str) -> None:
+        self._in_flight.wait()
+        self.isql.run("log_enable(2, 1)", "SPARQL " + sparql_update)  # unlogged, as the markers are (see _write)
+
+    def finish(self, state: LoadState, recount: bool = True) -> None:
         """Also creates kgqa's APP procedure again, now that the load's data and counts are in:
         Virtuoso plans a procedure's queries when it is created, from the data there then, so one
         created before a first load (against empty graphs) kept plans made for no data until it was
@@ -191,7 +195,7 @@ class VirtuosoWriter(RdfWriter):
         self._in_flight.wait()
         if self._text_indexed:  # the load's labels searchable now, not at the scheduler's next round
             self.isql.run("DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ()")
-        super().finish(state)
+        super().finish(state, recount)
         if self._app_installed:
             self._install_app_procedure()
 

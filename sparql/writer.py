@@ -25,6 +25,7 @@ _NORMALISED = ox.NamedNode(vocab("normalisedLabel"))
 _PREFERRED = ox.NamedNode(vocab("preferredLabel"))  # an explicitly given label, shown before a minted one
 _COMMITTED = vocab("committedRecords")
 _COMPLETE = vocab("complete")
+_COUNTS_STALE = vocab("countsStale")
 _FACT_COUNT = ox.NamedNode(vocab("factCount"))
 _RELATION = ox.NamedNode(vocab("Relation"))
 LABELLED_MEMORY = 500_000  # (IRI, label) pairs a writer remembers having written, across batches (~100 MB)
@@ -137,15 +138,25 @@ class RdfWriter:
             quads += self._key_quads(term, normalise_label(label))
         self._add(quads, bulk=True)
 
-    def finish(self, state: LoadState) -> None:
+    def finish(self, state: LoadState, recount: bool = True) -> None:
         """Fan-out counts per (e, r) and (e, r⁻¹) and per-relation fact counts, from the facts stored.
         Not atomic, and need not be: the source is marked complete only after the counts are in, so an
-        interrupted recount is redone by the rerun."""
-        self._recount()
+        interrupted recount is redone by the rerun. Without `recount`, the KG is marked stale first
+        (a quad in its meta graph), and the mark goes once a later finish has recounted."""
+        stale = ox.Quad(ox.NamedNode(self.ns.load_record("counts")), ox.NamedNode(_COUNTS_STALE), ox.Literal("true", datatype=XSD_BOOLEAN), self._meta)
+        if recount:
+            self._recount()
+            self._update(f"DELETE DATA {{ GRAPH {escape.iri(self.ns.meta_graph)} {{ {escape.iri(stale.subject.value)} {escape.iri(_COUNTS_STALE)} true }} }}")
+        else:
+            self._add([stale], bulk=False)
         complete = ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMPLETE), ox.Literal("true", datatype=XSD_BOOLEAN), self._meta)
         self._add([complete], bulk=False)
         self._flush()
         state.complete = True
+
+    def counts_stale(self) -> bool:
+        rows = self._read._select("load_state", record=escape.iri(self.ns.load_record("counts")))
+        return any(r["p"] == _COUNTS_STALE for r in rows)
 
     def _recount(self) -> None:
         """Drop the counts, read the group sizes and write them back in bulk. (In Oxigraph this beats an

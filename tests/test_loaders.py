@@ -301,3 +301,48 @@ def test_a_background_write_keeps_order_and_its_error_surfaces():
     writes.submit(write, 5)
     writes.close()
     assert done == [1, 2, 5]
+
+
+@pytest.mark.parametrize("server", ["embedded", "oxigraph", "virtuoso", "neo4j"])
+def test_several_files_are_recounted_once_and_a_load_stopped_before_its_recount_is_recounted_by_the_rerun(tmp_path, request, server):
+    """`recount=False` (every file but a load's last) leaves the counts stale and says so in the store;
+    a rerun that finds the file complete recounts then, so the counts always end up those of all the
+    facts; a complete file under fresh counts is not recounted again."""
+    from kgqa import open_writer
+    from kgqa.retrieval.store_url import open_store
+
+    first, second = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    first.write_text("hub\tr\tx1\nhub\tr\tx2\nhub\tr\tx3\n", encoding="utf-8")
+    second.write_text("hub\tr\tx4\nhub\ts\ty1\n", encoding="utf-8")
+    if server == "virtuoso":
+        virtuoso = request.getfixturevalue("virtuoso_server")
+        url, read_url = virtuoso.writer_url, "sparql+" + virtuoso.sparql_url
+    else:
+        url = {"embedded": lambda: f"oxigraph://{tmp_path / 'store'}", "oxigraph": lambda: "oxigraph+" + request.getfixturevalue("oxigraph_server").url,
+               "neo4j": lambda: request.getfixturevalue("neo4j_server").url}[server]()
+        read_url = url
+    kg = f"several{server}"
+
+    def facts_per_relation() -> dict[str, int]:
+        store = open_store(read_url, kg)
+        try:
+            return {r.label: r.facts for r in store.relations()}
+        finally:
+            store.close()
+
+    writer = open_writer(url, kg)
+    assert not writer.counts_stale()
+    assert load_file(writer, first, recount=False).recounted is False and writer.counts_stale()
+    writer.close()  # the load stops here, before its last file
+    writer = open_writer(url, kg)
+    rerun = load_file(writer, first)
+    assert rerun.already_complete and rerun.recounted and not writer.counts_stale()
+    writer.close()
+    assert facts_per_relation() == {"r": 3}
+    writer = open_writer(url, kg)
+    assert load_file(writer, second, recount=False).facts_written == 2 and writer.counts_stale()
+    assert load_file(writer, second).recounted and not writer.counts_stale()
+    again = load_file(writer, second)
+    assert again.already_complete and not again.recounted  # fresh counts: nothing to redo
+    writer.close()
+    assert facts_per_relation() == {"r": 4, "s": 1}

@@ -135,8 +135,14 @@ class GraphWriter(Protocol):
         """Explicit labels for entities (rdfs:label and the like, from RDF sources)."""
         ...
 
-    def finish(self, state: LoadState) -> None:
-        """Recompute fan-out counts and relation statistics from the stored facts; mark the source done."""
+    def finish(self, state: LoadState, recount: bool = True) -> None:
+        """Recompute fan-out counts and relation statistics from the stored facts; mark the source done.
+        `recount=False` (all but the last file of a load): leave the counts to a later finish and mark
+        the KG's counts stale until then."""
+        ...
+
+    def counts_stale(self) -> bool:
+        """Whether a finish without recount left the KG's counts behind its facts."""
         ...
 
     def fact_count(self) -> int: ...

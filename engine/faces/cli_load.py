@@ -55,14 +55,17 @@ def load(
     url = store or default_store_url()
     try:
         writer = open_writer(url, kg)
-        for path, path_fmt in zip(paths, formats):
+        for i, (path, path_fmt) in enumerate(zip(paths, formats)):
             with _bar() as bar:
                 task = bar.add_task(f"load {path.name}", total=path.stat().st_size if path.is_file() else None)
                 report = load_file(
                     writer, path, path_fmt, batch_size=batch_size, skip_bad=skip_bad, force=force,
                     progress=lambda done, total: bar.update(task, completed=done, total=total),
+                    recount=i == len(paths) - 1,  # the fan-out counts once, after the last file
                 )
             if report.already_complete:
+                if report.recounted:
+                    out.print(f"KG {kg!r}: fan-out counts recomputed (an earlier load of several files stopped before its last recount)")
                 out.print(f"{path}: already loaded completely ({report.facts_in_store:,} facts in KG {kg!r}); --force re-reads it")
                 continue
             rate = report.facts_written / report.seconds if report.seconds else 0.0
