@@ -4,6 +4,7 @@ bench/results/scale.json; `--plot FILE.png` draws each cost against the size on 
 
     .venv/bin/python bench/scale.py --work DIR [--facts 1e5,1e6,1e7,5e7] [--stores embedded,virtuoso,neo4j]
                                     [--questions 50] [--seed 0] [--first-runs 3] [--plot scale.png]
+    .venv/bin/python bench/scale.py --rows RESULTS.json... --plot scale.png   # the table and plot of saved rows
 
 DIR holds the generated files (DIR/data), the stores (DIR/stores/STORE-SIZE, each with its own
 KGQA_CACHE, so that no store finds the question and label embeddings another one computed), logs and
@@ -362,6 +363,18 @@ def print_table(rows: list[dict]) -> None:
         print(f"\n{errors} questions or retrievals raised (misses, left out of the latencies); samples in the JSON (error_samples) and the log.")
 
 
+def saved_rows(paths: list[Path]) -> list[dict]:
+    """The rows of earlier runs: `{"rows": [...]}` (--out) or `{"cells": {KEY: {"row": ...}}}` (a
+    checkpoint's finished cells); one per (store, facts), the last file's."""
+    chosen: dict[tuple[str, int], dict] = {}
+    for path in paths:
+        data = json.loads(path.read_text())
+        found = data["rows"] if "rows" in data else [cell["row"] for cell in data.get("cells", {}).values() if cell.get("done")]
+        for row in found:
+            chosen[(row["store"], int(row["facts"]))] = row
+    return sorted(chosen.values(), key=lambda r: (STORES.index(r["store"]) if r["store"] in STORES else 99, r["facts"]))
+
+
 def plot(rows: list[dict], path: Path) -> None:
     try:
         import matplotlib
@@ -398,7 +411,7 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, required=True, help="generated files, stores, logs and checkpoint.json")
+    ap.add_argument("--work", type=Path, default=None, help="generated files, stores, logs and checkpoint.json (required unless --rows)")
     ap.add_argument("--facts", default="1e5,1e6,1e7,5e7", help="sizes in facts, comma-separated")
     ap.add_argument("--stores", default=",".join(STORES))
     ap.add_argument("--seed", type=int, default=0)
@@ -410,11 +423,22 @@ def main() -> int:
     ap.add_argument("--neo4j-page-cache-mb", type=int, default=1024)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     ap.add_argument("--plot", type=Path, default=None, help="a PNG of each cost against size (log-log)")
+    ap.add_argument("--rows", type=Path, nargs="+", default=None,
+                    help="measure nothing: print the table (and --plot) of rows saved before, from files such as --out "
+                         "writes or a DIR/checkpoint.json (its finished cells); a later file's row for the same store and size wins")
     args = ap.parse_args()
     stores = [s for s in args.stores.split(",") if s]
     unknown = [s for s in stores if s not in STORES]
     if unknown:
         ap.error(f"unknown stores {unknown}; use {', '.join(STORES)}")
+    if args.rows:
+        rows = saved_rows(args.rows)
+        print_table(rows)
+        if args.plot:
+            plot(rows, args.plot)
+        return 0
+    if args.work is None:
+        ap.error("--work DIR is required (unless --rows)")
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     ckpt = Checkpoint(work / "checkpoint.json")
