@@ -174,7 +174,7 @@ def test_coverage_prefers_the_path_that_explains_every_word_the_question_weighs(
     save_file(state, str(tmp_path / "old" / "model.safetensors"))
     (tmp_path / "old" / "config.json").write_text((tmp_path / "new" / "config.json").read_text())
     old, _ = PathReaderModel.load(tmp_path / "old")
-    assert float(old.cover_scale) == 0.0
+    assert old.cover_scale.item() == 0.0
 
 
 class RandomEncoder:
