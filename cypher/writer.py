@@ -127,9 +127,9 @@ class Neo4jWriter:
         """Fan-out lists and relation counts from the stored facts, then the source is marked done
         (an interrupted recount is redone by the rerun, as the source is not complete yet). Without
         `recount`: the KG node is marked stale instead, until a later finish recounts."""
+        done = ("mark_progress", {"source": source_id(state.source_key), "committed": state.committed, "complete": True})
         if not recount:
-            self._write(("mark_counts", {"stale": True}))
-            self._write(("mark_progress", {"source": source_id(state.source_key), "committed": state.committed, "complete": True}))
+            self._write(("mark_counts", {"stale": True}), done)  # one transaction: no complete file without its mark
             state.complete = True
             return
         self._auto("recount_groups", cypher("recount_groups"))
@@ -141,7 +141,7 @@ class Neo4jWriter:
             self._auto("replan", "CALL db.prepareForReplanning($seconds)", seconds=INDEX_WAIT_S)
         except Neo4jStoreError as exc:  # e.g. a loading user without the right to call it
             log.warning("index statistics not refreshed after the load (%s); Neo4j resamples them later", exc)
-        self._write(("mark_counts", {"stale": False}), ("mark_progress", {"source": source_id(state.source_key), "committed": state.committed, "complete": True}))
+        self._write(("mark_counts", {"stale": False}), done)
         state.complete = True
 
     def counts_stale(self) -> bool:
