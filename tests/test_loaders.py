@@ -266,6 +266,38 @@ def test_virtuoso_killed_mid_load_loses_no_fact_its_progress_vouches_for(tmp_pat
         assert f"now holds {unique:,} facts" in rerun.stdout
 
 
+def test_virtuoso_checkpoints_during_a_load_keep_its_progress_through_a_crash(tmp_path):
+    """With `checkpoint_s=0` the writer asks for a checkpoint after every batch: the server killed
+    once 20,000 facts are committed restarts with at least the batches checkpointed before the last
+    one (15,000), and still with no progress that outlives its facts. The watcher reads the progress
+    through the SPARQL endpoint all along, i.e. across the checkpoints (Virtuoso answers 404 there
+    meanwhile: the reader asks again)."""
+    from launchers import VirtuosoServer
+
+    from kgqa import open_writer
+    from kgqa.loaders.load import source_key
+
+    path = _big_tsv(tmp_path / "big.tsv", 100_000)
+    database = tmp_path / "virtuoso"
+    key = source_key(path, "tsv")
+    with VirtuosoServer(database) as server:
+        watcher = open_writer(server.writer_url, "crash")
+        url = server.writer_url + "&checkpoint_s=0"
+        load = _load_until(_kgqa("load", str(path), "--kg", "crash", "--store", url, "--batch-size", "5000"),
+                           lambda: watcher.load_state(key).committed >= 20_000)
+        server.proc.kill()  # type: ignore[union-attr]
+        server.proc.wait()  # type: ignore[union-attr]
+        assert load.wait(120) != 0
+        watcher.close()
+    (database / "virtuoso.lck").unlink(missing_ok=True)
+    with VirtuosoServer(database) as restarted:
+        writer = open_writer(restarted.writer_url, "crash")
+        committed = writer.load_state(key).committed
+        assert committed >= 15_000
+        assert writer.fact_count() >= committed
+        writer.close()
+
+
 def test_labels_file_gives_readable_names_to_ids(tmp_path):
     (tmp_path / "kb.tsv").write_text("/m/01\t/film/directed_by\t/m/02\n", encoding="utf-8")
     (tmp_path / "names.tsv").write_text("/m/01\tKismet\n/m/02\tWilliam Dieterle\nbroken line\n", encoding="utf-8")

@@ -161,6 +161,32 @@ def test_endpoint_errors_are_clear(oxigraph_server):
         open_writer("sparql+" + oxigraph_server.url + "/query", "demo")
 
 
+def test_a_404_from_virtuoso_that_answered_before_is_asked_again_a_bounded_number_of_times(monkeypatch):
+    """Virtuoso answers 404 on its endpoint while it writes a checkpoint; a store that knows it is
+    talking to Virtuoso asks again after a pause (the pauses bounded), and an endpoint it has not
+    heard from yet (a wrong URL) fails at once."""
+    import kgqa.sparql.endpoint as endpoint
+
+    pauses: list[float] = []
+    monkeypatch.setattr(endpoint.time, "sleep", pauses.append)
+    replies: list[tuple[int, dict[str, str], bytes]] = []
+    store = SparqlEndpointStore("http://127.0.0.1:9/sparql", "kg")
+    store._http.post = lambda *args, **kwargs: replies.pop(0)  # type: ignore[method-assign]
+    virtuoso = {"server": "Virtuoso/07.20.3240 (Linux) x86_64-pc-linux-gnu"}
+    replies[:] = [(404, virtuoso, b"Not found")]
+    with pytest.raises(EndpointError, match="HTTP 404"):
+        store._post("kgs.rq", {"query": "ASK {}"}, "text/csv")
+    assert pauses == [] and store.is_virtuoso
+    replies[:] = [(404, virtuoso, b"Not found"), (404, virtuoso, b"Not found"), (200, virtuoso, b"x\r\n1\r\n")]
+    assert store._post("kgs.rq", {"query": "ASK {}"}, "text/csv")[1] == b"x\r\n1\r\n"
+    assert pauses == list(endpoint.CHECKPOINT_PAUSES_S[:2])
+    pauses.clear()
+    replies[:] = [(404, virtuoso, b"Not found")] * (len(endpoint.CHECKPOINT_PAUSES_S) + 1)
+    with pytest.raises(EndpointError, match="HTTP 404"):
+        store._post("kgs.rq", {"query": "ASK {}"}, "text/csv")
+    assert pauses == list(endpoint.CHECKPOINT_PAUSES_S) and replies == []
+
+
 def test_labels_beyond_ascii_resolve_on_every_server(server_urls, tmp_path):
     """Exact and normalised look-ups of accented and non-Latin labels find what the embedded store
     finds (Virtuoso writes a term of the query text back as Latin-1, '?' for the rest: a resolver that
