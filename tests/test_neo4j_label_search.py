@@ -154,3 +154,42 @@ def test_a_bulk_imported_kg_gets_the_index_from_its_first_bolt_load(tmp_path):
         assert NS.entity("William Dieterle") in iris(found["William Dieterel"])
         assert found["Marlene Dietrihc"] == [(NS.entity("m.0abc"), "Marlene Dietrich")]
         store.close()
+
+
+def test_the_opt_in_vector_index_links_a_name_that_shares_no_word_with_its_label(neo4j_server, tmp_path):
+    """"Spiderman" is no word of "Spider-Man", nor one letter off one: the full-text index has no
+    candidate and the name is not linked. `kgqa index --vectors` puts every label's embedding in
+    Neo4j's vector index; the embedding fallback then finds it (cosine ≥ 0.9). A rerun embeds nothing
+    again, and a KG of the same database without vectors gets no candidates from another KG's."""
+    import subprocess
+    import sys
+
+    from kgqa.retrieval.linking import link
+
+    ns = KGNamespace("vectors")
+    (tmp_path / "kb.txt").write_text("Spider-Man|directed_by|Sam Raimi\nThe Evil Dead|directed_by|Sam Raimi\n", encoding="utf-8")
+    writer = open_writer(neo4j_server.url, "vectors")
+    load_file(writer, tmp_path / "kb.txt")
+    writer.close()
+    question = "who directed Spiderman"
+    store = open_store(neo4j_server.url, "vectors")
+    assert link(store, question).iris == []
+    store.close()
+
+    def index_vectors() -> str:
+        done = subprocess.run([sys.executable, "-m", "kgqa", "index", "--vectors", "--store", neo4j_server.url, "--kg", "vectors"],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "3 labelled entities, 3 label vectors written now" in index_vectors()
+    assert "3 labelled entities, 0 label vectors written now" in index_vectors()
+    store = open_store(neo4j_server.url, "vectors")
+    linking = link(store, question)
+    assert linking.iris == [ns.entity("Spider-Man")] and linking.topics[0].match == "embedding"
+    store.close()
+    other = open_store(neo4j_server.url, "names")
+    from kgqa.retrieval.text import TextEncoder
+
+    assert other.nearest_labels(["Spiderman"], TextEncoder().encode(["Spiderman"])) == {"Spiderman": []}
+    other.close()

@@ -197,9 +197,11 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
             else:
                 scored.append((hits[0].score, i, j, hits[0]))
     if not scored and embedding and not ambiguous:
+        encoder = encoder or _shared_encoder()
         more = _search(store, texts, any_word=True, limit=EMBEDDING_CANDIDATES) or {}
-        pool = {text: list(dict.fromkeys(found.get(text, []) + more.get(text, []))) for text in texts}
-        nearest = _nearest(pool, encoder or _shared_encoder(), EMBEDDING_THRESHOLD)
+        near = _vector_neighbours(store, texts, encoder)
+        pool = {text: list(dict.fromkeys(found.get(text, []) + more.get(text, []) + near.get(text, []))) for text in texts}
+        nearest = _nearest(pool, encoder, EMBEDDING_THRESHOLD)
         for i, j, text in short:
             if text in nearest:
                 iri, label, score = nearest[text]
@@ -265,6 +267,15 @@ def fuzzy_matches(text: str, pairs: list[tuple[str, str]], threshold: float, k: 
             found.append((iri, label, ratio))
     found.sort(key=lambda m: (-m[2], m[1], m[0]))
     return found[:k]
+
+
+def _vector_neighbours(store: SearchesLabels, texts: list[str], encoder) -> dict[str, list[tuple[str, str]]]:  # type: ignore[no-untyped-def]
+    """More candidates from a store's vector index of labels, where it has one (Neo4j with
+    `kgqa index --vectors`): labels near the text's embedding that share no word with it."""
+    nearest_labels = getattr(store, "nearest_labels", None)
+    if nearest_labels is None or not texts:
+        return {}
+    return nearest_labels(texts, encoder.encode(texts), limit=EMBEDDING_CANDIDATES)
 
 
 def _nearest(pool: dict[str, list[tuple[str, str]]], encoder, threshold: float) -> dict[str, tuple[str, str, float]]:  # type: ignore[no-untyped-def]
