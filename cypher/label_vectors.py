@@ -2,7 +2,7 @@
 every labelled entity's sentence embedding in Neo4j's native vector index, so that the entity
 linker's embedding fallback also considers names that share no word with the question's span, nor
 one a letter off ("Spiderman" → *Spider-Man*). Off by default: it embeds every label of the KG once
-(about a thousand labels a second on two CPU cores), where the text index is built while loading.
+(MiniLM on CPU: hours for millions of labels), where the text index is built while loading.
 Resumable: pages in IRI order, embedding only entities that still lack a vector."""
 
 from __future__ import annotations
