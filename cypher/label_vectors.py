@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from kgqa.cypher.queries import statements
 from kgqa.cypher.writer import Neo4jWriter
+
 PAGE = 2_000  # entities per page and per write transaction
 
 

@@ -25,7 +25,6 @@ Record = dict[str, Any]
 log = logging.getLogger(__name__)
 
 LABEL_INDEX = "kgqa_label_keys"  # the full-text index of entity and alias keys (schema.cypher)
-VECTOR_INDEX = "kgqa_label_vectors"  # the opt-in vector index of entity labels (label_vectors_schema.cypher)
 MAX_SEARCH_WORDS = 16  # words of a text searched: each fuzzy term expands to ≤ 50 Lucene clauses, ≤ 1,024 in all
 LUCENE_OVERFETCH = 4  # Lucene ranks the nodes of every KG in the database; the KG filter comes after
 _PLAIN_WORD = re.compile(r"[^\W_]+")  # letters and digits only: none of Lucene's + - & | ! ( ) { } [ ] ^ " ~ * ? : \ /
@@ -48,13 +47,14 @@ def lucene_query(words: Sequence[str], any_word: bool = False) -> str:
     return (" OR " if any_word else " AND ").join(terms)
 
 
-def _no_such_index(exc: BaseException | None) -> bool:
-    """Whether a driver error says the full-text index does not exist (a KG loaded by an older kgqa):
-    Neo4j 5 answers Neo.ClientError.Procedure.ProcedureCallFailed, "There is no such fulltext schema index"."""
+def _no_such_index(exc: BaseException | None, kind: str = "fulltext") -> bool:
+    """Whether a driver error says the full-text (or `kind` "vector") index does not exist (a KG loaded
+    by an older kgqa; no `kgqa index --vectors` yet): Neo4j 5 answers
+    Neo.ClientError.Procedure.ProcedureCallFailed, "There is no such fulltext schema index"."""
     if not isinstance(exc, Neo4jError):
         return False
     code, message = exc.code or "", (exc.message or "").lower()
-    return code.startswith("Neo.ClientError.") and "no such fulltext schema index" in message
+    return code.startswith("Neo.ClientError.") and f"no such {kind} schema index" in message
 
 
 class Neo4jStore:
@@ -64,7 +64,6 @@ class Neo4jStore:
         self.target = target
         self._driver = driver
         self._own_driver = own_driver
-        self._has_vectors: bool | None = None  # whether the vector index of labels exists (asked once)
 
     @classmethod
     def connect(cls, url: str, kg: str | None = None) -> "Neo4jStore":
@@ -176,12 +175,15 @@ class Neo4jStore:
     def nearest_labels(self, texts: Sequence[str], vectors: Any, limit: int = 10) -> dict[str, list[tuple[str, str]]]:
         """For each text, the (entity IRI, label) pairs whose label vectors are nearest its vector (a row
         of `vectors`), through the opt-in vector index (`kgqa index --vectors`); {} where the KG has none."""
-        if self._has_vectors is None:
-            self._has_vectors = bool(self._query("has_label_vectors", index=VECTOR_INDEX)[0]["n"])
-        if not self._has_vectors or not texts or limit <= 0:
+        if not texts or limit <= 0:
             return {}
         queries = [{"text": text, "vector": [float(x) for x in vector]} for text, vector in zip(texts, vectors)]
-        rows = self._query("nearest_labels", queries=queries, limit=limit, asked=limit * LUCENE_OVERFETCH)
+        try:
+            rows = self._query("nearest_labels", queries=queries, limit=limit, asked=limit * LUCENE_OVERFETCH)
+        except Neo4jStoreError as exc:
+            if _no_such_index(exc.__cause__, "vector"):
+                return {}
+            raise
         return {row["text"]: [(e, label) for e, label in row["pairs"]] for row in rows}
 
     def relations(self) -> list[RelationInfo]:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -216,7 +217,6 @@ def test_killed_load_resumes_to_the_exact_count(tmp_path):
 def test_killed_load_into_a_server_resumes_to_the_exact_count(tmp_path, request, server):
     """The same against real servers: the killed process is the loader; the server keeps running."""
     from kgqa import open_writer
-    from kgqa.loaders.load import source_key
 
     unique = 200_000
     path = _big_tsv(tmp_path / "big.tsv", unique)
@@ -233,22 +233,19 @@ def test_killed_load_into_a_server_resumes_to_the_exact_count(tmp_path, request,
     _resume_and_check(cmd, lambda: open_writer(url, "killed"), path, unique)
 
 
-def test_virtuoso_killed_mid_load_loses_no_fact_its_progress_vouches_for(tmp_path):
-    """The server, not the loader, dies (SIGKILL) mid-load and restarts on the same database. The
-    bulk loader's quads are not in Virtuoso's transaction log until a checkpoint, so a progress
-    record must not outlive the facts it vouches for; the rerun then ends at the exact count."""
+@contextmanager
+def _virtuoso_crashed_mid_load(database: Path, path: Path, url_options: str):  # type: ignore[no-untyped-def]
+    """A `kgqa load` of `path` (KG "crash", batches of 5,000) into a real Virtuoso whose server is
+    killed (SIGKILL) once 20,000 facts are committed, as the progress read through its SPARQL endpoint
+    says; yields the server restarted on the same database."""
     from launchers import VirtuosoServer
 
     from kgqa import open_writer
-    from kgqa.loaders.load import source_key
 
-    unique = 200_000
-    path = _big_tsv(tmp_path / "big.tsv", unique)
-    database = tmp_path / "virtuoso"
     key = source_key(path, "tsv")
     with VirtuosoServer(database) as server:
         watcher = open_writer(server.writer_url, "crash")
-        cmd = _kgqa("load", str(path), "--kg", "crash", "--store", server.writer_url, "--batch-size", "5000")
+        cmd = _kgqa("load", str(path), "--kg", "crash", "--store", server.writer_url + url_options, "--batch-size", "5000")
         load = _load_until(cmd, lambda: watcher.load_state(key).committed >= 20_000)
         server.proc.kill()  # type: ignore[union-attr]
         server.proc.wait()  # type: ignore[union-attr]
@@ -256,6 +253,19 @@ def test_virtuoso_killed_mid_load_loses_no_fact_its_progress_vouches_for(tmp_pat
         watcher.close()
     (database / "virtuoso.lck").unlink(missing_ok=True)  # what a crash leaves behind
     with VirtuosoServer(database) as restarted:
+        yield restarted
+
+
+def test_virtuoso_killed_mid_load_loses_no_fact_its_progress_vouches_for(tmp_path):
+    """The server, not the loader, dies (SIGKILL) mid-load and restarts on the same database. The
+    bulk loader's quads are not in Virtuoso's transaction log until a checkpoint, so a progress
+    record must not outlive the facts it vouches for; the rerun then ends at the exact count."""
+    from kgqa import open_writer
+
+    unique = 200_000
+    path = _big_tsv(tmp_path / "big.tsv", unique)
+    key = source_key(path, "tsv")
+    with _virtuoso_crashed_mid_load(tmp_path / "virtuoso", path, "") as restarted:
         writer = open_writer(restarted.writer_url, "crash")
         committed = writer.load_state(key).committed
         assert writer.fact_count() >= committed  # the first `unique` lines are distinct facts
@@ -272,25 +282,11 @@ def test_virtuoso_checkpoints_during_a_load_keep_its_progress_through_a_crash(tm
     one (15,000), and still with no progress that outlives its facts. The watcher reads the progress
     through the SPARQL endpoint all along, i.e. across the checkpoints (Virtuoso answers 404 there
     meanwhile: the reader asks again)."""
-    from launchers import VirtuosoServer
-
     from kgqa import open_writer
-    from kgqa.loaders.load import source_key
 
     path = _big_tsv(tmp_path / "big.tsv", 100_000)
-    database = tmp_path / "virtuoso"
     key = source_key(path, "tsv")
-    with VirtuosoServer(database) as server:
-        watcher = open_writer(server.writer_url, "crash")
-        url = server.writer_url + "&checkpoint_s=0"
-        load = _load_until(_kgqa("load", str(path), "--kg", "crash", "--store", url, "--batch-size", "5000"),
-                           lambda: watcher.load_state(key).committed >= 20_000)
-        server.proc.kill()  # type: ignore[union-attr]
-        server.proc.wait()  # type: ignore[union-attr]
-        assert load.wait(120) != 0
-        watcher.close()
-    (database / "virtuoso.lck").unlink(missing_ok=True)
-    with VirtuosoServer(database) as restarted:
+    with _virtuoso_crashed_mid_load(tmp_path / "virtuoso", path, "&checkpoint_s=0") as restarted:
         writer = open_writer(restarted.writer_url, "crash")
         committed = writer.load_state(key).committed
         assert committed >= 15_000

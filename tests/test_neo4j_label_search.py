@@ -156,7 +156,7 @@ def test_a_bulk_imported_kg_gets_the_index_from_its_first_bolt_load(tmp_path):
         store.close()
 
 
-def test_the_opt_in_vector_index_links_a_name_that_shares_no_word_with_its_label(neo4j_server, tmp_path):
+def test_the_opt_in_vector_index_links_a_name_that_shares_no_word_with_its_label(neo4j_server, names_kg, tmp_path):
     """"Spiderman" is no word of "Spider-Man", nor one letter off one: the full-text index has no
     candidate and the name is not linked. `kgqa index --vectors` puts every label's embedding in
     Neo4j's vector index; the embedding fallback then finds it (cosine ≥ 0.9). A rerun embeds nothing
@@ -172,7 +172,11 @@ def test_the_opt_in_vector_index_links_a_name_that_shares_no_word_with_its_label
     load_file(writer, tmp_path / "kb.txt")
     writer.close()
     question = "who directed Spiderman"
+    from kgqa.retrieval.text import TextEncoder
+
+    spiderman = TextEncoder().encode(["Spiderman"])
     store = open_store(neo4j_server.url, "vectors")
+    assert store.nearest_labels(["Spiderman"], spiderman) == {}  # no vector index in the database yet
     assert link(store, question).iris == []
     store.close()
 
@@ -188,8 +192,4 @@ def test_the_opt_in_vector_index_links_a_name_that_shares_no_word_with_its_label
     linking = link(store, question)
     assert linking.iris == [ns.entity("Spider-Man")] and linking.topics[0].match == "embedding"
     store.close()
-    other = open_store(neo4j_server.url, "names")
-    from kgqa.retrieval.text import TextEncoder
-
-    assert other.nearest_labels(["Spiderman"], TextEncoder().encode(["Spiderman"])) == {"Spiderman": []}
-    other.close()
+    assert names_kg.nearest_labels(["Spiderman"], spiderman) == {"Spiderman": []}
