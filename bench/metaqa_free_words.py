@@ -7,12 +7,18 @@ itself left out (MetaQA's convention).
     python bench/metaqa_free_words.py --kb ../shared/data/metaqa/kb_reconstructed.txt --out DIR [--per-template 15]
 
 writes DIR/free-1hop.txt, free-2hop.txt, free-3hop.txt in MetaQA's format (the topic in brackets,
-answers after a tab, joined by |), so that `kgqa eval` and bench/path_reader.py read them.
+answers after a tab, joined by |), so that `kgqa eval` and bench/path_reader.py read them, and
+DIR/free-lacking.jsonl: questions in our own words for facts the KB does not hold about entities it
+does hold (where a film was shot, who is an actor married to; issue 46's "in-domain questions for facts
+the KG lacks"), to be declined. Unlike kgqa.eval.synth.lacking, which asks another KG's relations in
+generated words, these are phrased as people ask them, and some share words with relations the KB has
+("who wrote the score of X", "when did X die" where release years are near).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from collections import defaultdict
 from pathlib import Path
@@ -47,6 +53,26 @@ TEMPLATES: list[tuple[tuple[str, ...], str, list[str]]] = [
     (("written_by", "~written_by", "in_language"), "film", ["in what languages are the other films by the writer of {}"]),
 ]
 
+# facts MetaQA's KB has no relation for (it has directed_by, written_by, starred_actors, release_year,
+# in_language, has_genre, has_tags, has_imdb_rating, has_imdb_votes): the topic's kind, phrasings
+LACKING: list[tuple[str, list[str]]] = [
+    ("film", ["where was {} filmed", "where did they shoot {}"]),
+    ("film", ["who produced {}", "who was the producer of {}"]),
+    ("film", ["who composed the music for {}", "who wrote the score of {}"]),
+    ("film", ["which studio released {}", "what company distributed {}"]),
+    ("film", ["what was the budget of {}", "how much did {} cost to make"]),
+    ("film", ["how much money did {} make at the box office"]),
+    ("film", ["who edited {}", "who was the cinematographer on {}"]),
+    ("film", ["what awards did {} win", "was {} nominated for an oscar"]),
+    ("film", ["how long is {}", "what is the running time of {}"]),
+    ("film", ["what country was {} made in", "what is the sequel to {}"]),
+    ("person", ["where was {} born", "what city is {} from"]),
+    ("person", ["when was {} born", "when did {} die"]),
+    ("person", ["who is {} married to", "who are the children of {}"]),
+    ("person", ["what nationality is {}", "how tall is {}"]),
+    ("person", ["where did {} go to school", "what awards has {} won"]),
+]
+
 
 def read_kb(path: Path) -> dict[tuple[str, str], set[str]]:
     index: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -73,6 +99,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--per-template", type=int, default=15, help="questions per phrasing")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--lacking-per-template", type=int, default=5, help="questions per phrasing of a fact the KB lacks")
     args = ap.parse_args()
     kb = read_kb(args.kb)
     films = sorted({s for (s, r) in kb if r == "directed_by"})
@@ -95,6 +122,14 @@ def main() -> int:
     for hop, lines in sorted(by_hop.items()):
         (args.out / f"free-{hop}hop.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"{args.out / f'free-{hop}hop.txt'}: {len(lines)} questions")
+    lacking = []
+    for kind, phrasings in LACKING:
+        pool = [t for t in (films if kind == "film" else people) if "|" not in t and "[" not in t]
+        for phrasing in phrasings:
+            lacking += [{"question": phrasing.format(topic), "answers": [], "topics": [topic], "hop": 1, "shape": "lacking"}
+                        for topic in rng.sample(pool, args.lacking_per_template)]
+    (args.out / "free-lacking.jsonl").write_text("".join(json.dumps(q) + "\n" for q in lacking), encoding="utf-8")
+    print(f"{args.out / 'free-lacking.jsonl'}: {len(lacking)} questions")
     return 0
 
 
