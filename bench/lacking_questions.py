@@ -5,7 +5,8 @@ calibration (issue 46, part 4).
     python bench/lacking_questions.py --out DIR [--per-kg 300] [--metaqa 1500] [--hold-out REGEX]
                                       [--kg NAME=URL ...]
 
-Writes DIR/NAME-train.jsonl and DIR/NAME-test.jsonl per KG. Relations whose label matches
+Writes DIR/NAME-train.jsonl and DIR/NAME-test.jsonl per KG. Relations of another KG that hold this KG's facts (`shared_meaning`: Freebase's /film/director/film
+for MetaQA) are not asked. Relations whose label matches
 --hold-out (default: production, music and locations — "who produced X", "who composed the music
 of X", "where was X shot") are never asked in the training files: the test files ask only those,
 so that declining is judged on relations no training question used.
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 
 from kgqa.eval.synth import write_jsonl
-from kgqa.eval.synth.lacking import lacking_questions
+from kgqa.eval.synth.lacking import lacking_questions, shared_meaning
 from kgqa.retrieval.store_url import open_store
 from kgqa.retrieval.text import TextEncoder
 
@@ -45,7 +46,10 @@ def main() -> int:
     encoder = TextEncoder()
     args.out.mkdir(parents=True, exist_ok=True)
     for name, store in opened.items():
-        foreign = [label for other, labels in relations.items() if other != name for label in labels]
+        shared = {label for other in opened if other != name for label in shared_meaning(store, opened[other])}
+        foreign = [label for other, labels in relations.items() if other != name for label in labels if label not in shared]
+        if shared:
+            print(f"{name}: {len(shared)} relations of other KGs hold its facts, not asked: {', '.join(sorted(shared))}", flush=True)
         count = args.metaqa if name == "metaqa" else args.per_kg
         train = lacking_questions(store, [r for r in foreign if not held.search(r)], count, encoder, args.seed)
         test = lacking_questions(store, [r for r in foreign if held.search(r)], max(1, count // 3), encoder, args.seed + 1)

@@ -119,3 +119,34 @@ def test_questions_the_kg_lacks_ask_foreign_relations_of_the_right_kind_of_entit
     produced = [q for q in questions if q.path[0] == "/film/film/produced_by"]
     assert produced and all(q.topics[0].lower() in {f.lower() for f in films} for q in produced)
     assert lacking_questions(store, ["/film/film/directed_by"], 5, encoder) == []
+
+
+def test_another_kgs_relation_that_holds_this_kgs_facts_is_not_asked_as_lacking(tmp_path):
+    """Freebase's /film/director/film is MetaQA's directed_by read backwards: its text does not say so
+    ("film"), its facts do. A relation sharing a content word with one of the KG's ("actor film" and
+    "starred actors") is not foreign either."""
+    from conftest import store_from_lines
+
+    from kgqa.eval.synth.lacking import foreign_relations, shared_meaning
+    from kgqa.retrieval.store_url import open_store
+    from kgqa.retrieval.text import TextEncoder
+
+    films = [f"Film Number {i}" for i in range(12)]
+    people = [f"Person Number {i}" for i in range(6)]
+    composers = [f"Composer Number {i}" for i in range(6)]
+    ours = [f"{film}|directed_by|{people[i % 6]}" for i, film in enumerate(films)]
+    ours += [f"{film}|starred_actors|{people[(i + 1) % 6]}" for i, film in enumerate(films)]
+    theirs = [f"{people[i % 6]}|film|{film}" for i, film in enumerate(films)]  # directed_by backwards
+    theirs += [f"{film}|music|{composers[i % 6]}" for i, film in enumerate(films)]  # no fact of ours
+    theirs += [f"{film}|edited_by|{people[(i + 3) % 6]}" for i, film in enumerate(films[:4])]  # too few to judge
+    store = open_store(store_from_lines(_mkdir(tmp_path / "a"), "ours", ours), "ours")
+    other = open_store(store_from_lines(_mkdir(tmp_path / "b"), "theirs", theirs), "theirs")
+    shared = shared_meaning(store, other)
+    assert set(shared) == {"film"} and shared["film"] == 1.0
+    closest = foreign_relations(store, ["music", "actor film", "film"], TextEncoder())
+    assert "actor film" not in closest and "music" in closest
+
+
+def _mkdir(path):  # type: ignore[no-untyped-def]
+    path.mkdir()
+    return path
