@@ -152,8 +152,9 @@ class VirtuosoWriter(RdfWriter):
         self._write(quads, bulk=True)
         self._write([marker], bulk=False)
         if time.monotonic() - self._checkpointed_at >= self.checkpoint_s:
-            # the labels loaded since the last checkpoint into the free-text index now: one update of a
-            # whole 50M-fact load's labels at its end crashed Virtuoso 7.2 (segfault, twice, 2026-11-29)
+            # the labels loaded since the last checkpoint into the free-text index now, by the writer alone
+            # (virtuoso_text_index.sql): one update of a whole 50M-fact load's labels at its end ran for
+            # minutes, beside the scheduler's own, and crashed Virtuoso 7.2 (segfault, twice, 2026-11-29)
             self._index_pending_labels()
             self.isql.run("checkpoint")  # the batch and its marker durable together
             self._checkpointed_at = time.monotonic()
@@ -161,8 +162,19 @@ class VirtuosoWriter(RdfWriter):
     def close(self) -> None:
         try:
             self._in_flight.close()
+            self._schedule_text_index()
         finally:
             super().close()
+
+    def _schedule_text_index(self) -> None:
+        """Virtuoso's own text-index updates back on (every minute, its default), which
+        virtuoso_text_index.sql turned off while this writer indexed the labels itself."""
+        if self._text_indexed:
+            try:
+                self.isql.run("DB.DBA.VT_BATCH_UPDATE ('DB.DBA.RDF_OBJ', 'ON', 1)")
+            except StoreError as exc:
+                log.warning("Virtuoso at %s: its scheduled free-text index updates could not be turned back on "
+                            "(run DB.DBA.VT_BATCH_UPDATE ('DB.DBA.RDF_OBJ', 'ON', 1) as dba): %s", self.isql.host_port, exc)
 
     def _add(self, quads: Iterable[ox.Quad], bulk: bool) -> None:
         self._in_flight.wait()  # bulk loads must not overlap: rdf_loader_run takes any file ld_dir listed

@@ -9,5 +9,10 @@
 -- the rule only after that, so a load killed meanwhile does it again.
 SELECT DB.DBA.RDF_OBJ_FT_RULE_ADD ('{{meta}}', '{{labels}}', 'kgqa');
 SELECT DB.DBA.RDF_OBJ_FT_RULE_ADD ('{{meta}}', '{{keys}}', 'kgqa-keys');
--- Flagged literals wait in a queue that Virtuoso's scheduler indexes about once a minute: do it now.
+-- Flagged literals wait in a queue that Virtuoso's scheduler indexes (a scheduled event every minute,
+-- run at each SchedulerInterval): while kgqa writes, only the writer indexes them (at its checkpoints and
+-- at the end), so the scheduler's run never overlaps the writer's. Two updates at once crashed Virtuoso
+-- 7.2 (segfault in VT_INC_INDEX, three 50M-fact loads, 2026-11-28/29). The writer's close restores it
+-- (VT_BATCH_UPDATE (…, 'ON', 1) adds the event again; 'ON', NULL leaves it, 'OFF' indexes at each insert).
+DELETE FROM DB.DBA.SYS_SCHEDULED_EVENT WHERE SE_NAME = 'VT_INC_INDEX_DB_DBA_RDF_OBJ()';
 DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ ();
