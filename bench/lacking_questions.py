@@ -5,8 +5,9 @@ calibration (issue 46, part 4).
     python bench/lacking_questions.py --out DIR [--per-kg 300] [--metaqa 1500] [--hold-out REGEX]
                                       [--kg NAME=URL ...]
 
-Writes DIR/NAME-train.jsonl and DIR/NAME-test.jsonl per KG. Relations of another KG that hold this KG's facts (`shared_meaning`: Freebase's /film/director/film
-for MetaQA) are not asked. Relations whose label matches
+Writes DIR/NAME-train.jsonl and DIR/NAME-test.jsonl per KG. Relations of another KG that hold
+this KG's facts (`shared_meaning`: Freebase's /film/director/film for MetaQA) are not asked.
+Relations whose label matches
 --hold-out (default: production, music and locations — "who produced X", "who composed the music
 of X", "where was X shot") are never asked in the training files: the test files ask only those,
 so that declining is judged on relations no training question used.

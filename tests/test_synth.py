@@ -139,14 +139,10 @@ def test_another_kgs_relation_that_holds_this_kgs_facts_is_not_asked_as_lacking(
     theirs = [f"{people[i % 6]}|film|{film}" for i, film in enumerate(films)]  # directed_by backwards
     theirs += [f"{film}|music|{composers[i % 6]}" for i, film in enumerate(films)]  # no fact of ours
     theirs += [f"{film}|edited_by|{people[(i + 3) % 6]}" for i, film in enumerate(films[:4])]  # too few to judge
-    store = open_store(store_from_lines(_mkdir(tmp_path / "a"), "ours", ours), "ours")
-    other = open_store(store_from_lines(_mkdir(tmp_path / "b"), "theirs", theirs), "theirs")
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    store = open_store(store_from_lines(tmp_path / "a", "ours", ours), "ours")
+    other = open_store(store_from_lines(tmp_path / "b", "theirs", theirs), "theirs")
     shared = shared_meaning(store, other)
     assert set(shared) == {"film"} and shared["film"] == 1.0
     closest = foreign_relations(store, ["music", "actor film", "film"], TextEncoder())
     assert "actor film" not in closest and "music" in closest
-
-
-def _mkdir(path):  # type: ignore[no-untyped-def]
-    path.mkdir()
-    return path
