@@ -6,7 +6,8 @@ calibration (issue 46, part 4).
                                       [--kg NAME=URL ...]
 
 Writes DIR/NAME-train.jsonl and DIR/NAME-test.jsonl per KG. Relations of another KG that hold
-this KG's facts (`shared_meaning`: Freebase's /film/director/film for MetaQA) are not asked.
+this KG's facts (`shared_meaning`: Freebase's /film/director/film for MetaQA) are not asked. Half
+the questions for a relation WordNet finds people's words for ask in them ("who composed …").
 Relations whose label matches
 --hold-out (default: production, music and locations — "who produced X", "who composed the music
 of X", "where was X shot") are never asked in the training files: the test files ask only those,
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from kgqa.eval.synth import write_jsonl
 from kgqa.eval.synth.lacking import lacking_questions, shared_meaning
+from kgqa.eval.synth.wordnet import open_wordnet
 from kgqa.retrieval.store_url import open_store
 from kgqa.retrieval.text import TextEncoder
 
@@ -44,7 +46,7 @@ def main() -> int:
     opened = {name: open_store(url, name) for name, url in stores.items()}
     relations = {name: [r.label for r in store.relations()] for name, store in opened.items()}
     held = re.compile(args.hold_out, re.IGNORECASE)
-    encoder = TextEncoder()
+    encoder, wordnet = TextEncoder(), open_wordnet()
     args.out.mkdir(parents=True, exist_ok=True)
     for name, store in opened.items():
         shared = {label for other in opened if other != name for label in shared_meaning(store, opened[other])}
@@ -52,8 +54,8 @@ def main() -> int:
         if shared:
             print(f"{name}: {len(shared)} relations of other KGs hold its facts, not asked: {', '.join(sorted(shared))}", flush=True)
         count = args.metaqa if name == "metaqa" else args.per_kg
-        train = lacking_questions(store, [r for r in foreign if not held.search(r)], count, encoder, args.seed)
-        test = lacking_questions(store, [r for r in foreign if held.search(r)], max(1, count // 3), encoder, args.seed + 1)
+        train = lacking_questions(store, [r for r in foreign if not held.search(r)], count, encoder, args.seed, wordnet)
+        test = lacking_questions(store, [r for r in foreign if held.search(r)], max(1, count // 3), encoder, args.seed + 1, wordnet)
         write_jsonl(train, args.out / f"{name}-train.jsonl")
         write_jsonl(test, args.out / f"{name}-test.jsonl")
         print(f"{name}: {len(train)} training questions, {len(test)} test questions (held-out relations)", flush=True)

@@ -129,3 +129,43 @@ def test_questions_with_synonyms_keep_their_answers(demo_kg, real_wordnet):
             for step in q.path:
                 expected = _walk(triples, expected, step, ns)
             assert set(q.answer_iris) == expected - {q.topic_iris[0]}, q
+
+
+def test_the_people_who_do_what_a_word_names_come_from_wordnets_derivations(real_wordnet):
+    """Derived person nouns (music → musician), through the verb (production → produce → producer), by
+    suffix where WordNet links none (cinematography → cinematographer), and their common kinds
+    (musician → composer) with the verb each does."""
+    music = dict(real_wordnet.agents("music", "noun"))
+    assert music["composer"] == "compose" and "musician" in music
+    assert "cinematographer" in dict(real_wordnet.agents("cinematography", "noun"))
+    assert dict(real_wordnet.agents("production", "noun")).get("producer") == "produce"
+    assert real_wordnet.agents("genre", "noun") == [] and real_wordnet.agents("language", "noun") == []
+    assert [real_wordnet.simple_past(v) for v in ("compose", "write", "star", "sing")] == ["composed", "wrote", "starred", "sang"]
+
+
+def test_lacking_questions_ask_for_people_in_their_words_never_in_the_kgs_own(real_wordnet, tmp_path):
+    from conftest import store_from_lines
+
+    from kgqa.eval.synth.lacking import lacking_questions, people_words
+    from kgqa.retrieval.store_url import open_store
+
+    own = ["directed_by", "written_by", "release_year"]
+    music = dict(people_words(real_wordnet, "/film/film/music", own))
+    assert music.get("composer") == "compose" and "director" not in music and "conductor" in music
+    assert "editor" in dict(people_words(real_wordnet, "edited_by", own))
+    assert people_words(real_wordnet, "edited_by", ["edited_by"]) == []  # the KG's own agent is not foreign
+
+    films = [f"Film Number {i}" for i in range(12)]
+    lines = [f"{film}|directed_by|Person Number {i % 5}" for i, film in enumerate(films)]
+    lines += [f"{film}|release_year|{1950 + i}" for i, film in enumerate(films)]
+    store = open_store(store_from_lines(tmp_path, "films", lines), "films")
+    candidates = ["/film/film/music", "/film/film/cinematography"]
+    encoder = TextEncoder()
+    plain = lacking_questions(store, candidates, 30, encoder, seed=1)
+    worded = lacking_questions(store, candidates, 30, encoder, seed=1, wordnet=real_wordnet)
+    people = ("compos", "musician", "cinematographer", "cameraman", "pianist", "singer", "conduct", "player", "play")
+    said = [q for q in worded if any(w in q.question.lower() for w in people)]
+    assert not any(any(w in q.question.lower() for w in people) for q in plain)
+    assert 5 <= len(said) <= 25, [q.question for q in worded]
+    assert {q.path[0] for q in said} == set(candidates)
+    assert not any("direct" in q.question.lower() for q in worded)

@@ -3,7 +3,13 @@ one whose meaning no relation of this KG has — asked of an entity of this KG o
 fit ("who composed the music of Kismet" of a film KG without composers). The entity is drawn among
 the subjects of this KG's relation closest in meaning to the foreign one (the film of "written by"
 for "music by"), so that the question is about the right kind of thing and only the relation is
-missing. What a path reader and the answerability calibration learn to decline from."""
+missing. What a path reader and the answerability calibration learn to decline from.
+
+People ask for a person by what they do, not by the relation's name: "who composed the music for
+Kismet", "who was its cinematographer", rarely "which music does Kismet have". Where WordNet names
+the people who do what a foreign relation's head word says (`WordNet.agents`: music → composer,
+cinematography → cinematographer) and none of them does what one of this KG's relations says
+("director" for a KG with "directed by"), half of that relation's questions ask in those words."""
 
 from __future__ import annotations
 
@@ -14,7 +20,8 @@ from kgqa.core.store import GraphStore
 from kgqa.eval.synth import SynthQuestion, _unambiguous, entity_labels, looks_like_id
 from kgqa.eval.synth.phrasing import finish, question_for_step, written
 from kgqa.eval.synth.walk import UNCAPPED, Step
-from kgqa.retrieval.relation_text import readable_relation, relation_description
+from kgqa.eval.synth.wordnet import WordNet
+from kgqa.retrieval.relation_text import agent_noun, readable_relation, relation_description, relation_words
 
 SAME_MEANING = 0.85  # a foreign relation this close (cosine of the relation texts) to one of the KG's is not foreign
 SUBJECT_TRIES = 200  # entities drawn per relation while looking for subjects of the closest relations
@@ -28,6 +35,7 @@ SUBJECTS = 50  # subjects kept per closest relation
 SHARED_FACTS = 0.3
 MIN_ALIGNED = 5  # facts with both ends named in this KG needed before a relation's overlap is believed
 ALIGN_SAMPLE = 3000  # entities of the other KG whose facts are compared
+PEOPLE_SHARE = 0.5  # of a relation with people's words (`people_words`), the questions asked in them
 
 
 def foreign_relations(store: GraphStore, candidates: Sequence[str], encoder) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -74,13 +82,55 @@ def shared_meaning(store: GraphStore, other: GraphStore, seed: int = 0) -> dict[
     return {r: shared / n for r, (n, shared) in counts.items() if n >= MIN_ALIGNED and shared / n >= SHARED_FACTS}
 
 
-def lacking_questions(store: GraphStore, candidates: Sequence[str], count: int, encoder, seed: int = 0) -> list[SynthQuestion]:  # type: ignore[no-untyped-def]
+def people_words(wordnet: WordNet, label: str, own: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Who does what relation `label` says, as (agent noun, verb or None) — "music" → ("composer",
+    "compose"), "produced by" → ("producer", "produce") — from its head word (a noun relation's last
+    word, a passive's verb, else the word before "by"), leaving out any agent or verb that one of the
+    `own` relations (this KG's labels) says: its words, their base forms, its passive's agent."""
+    kind, text = relation_words(label)
+    words = [w for w in text.split() if w not in FUNCTION_WORDS]
+    if not words:
+        return []
+    if kind == "passive" and words[0].endswith("ed"):
+        heads = [(base, "verb") for base in wordnet.base_forms(words[0], "verb")[:1]]
+    else:
+        heads = [(base, "noun") for base in wordnet.base_forms(words[-1], "noun")[:1]]
+    taken: set[str] = set()
+    for other in own:
+        other_kind, other_text = relation_words(other)
+        for word in other_text.split():
+            taken.update([word, *wordnet.base_forms(word, "verb"), *wordnet.base_forms(word, "noun")])
+        if other_kind == "passive" and (agent := agent_noun(other_text)):
+            taken.add(agent)
+    return [(agent, verb) for head, pos in heads for agent, verb in wordnet.agents(head, pos)
+            if agent not in taken and verb not in taken]
+
+
+def _asked_of_people(label: str, agent: str, verb: str | None, x: str, wordnet: WordNet, rng: random.Random) -> str:
+    """"who was the composer of Kismet?", "who composed the music for Kismet?", "who produced Kismet?" …"""
+    forms = [f"who was the {agent} of {x}?", f"who was {x}'s {agent}?", f"name the {agent} of {x}.", f"who worked as {agent} on {x}?"]
+    if verb:
+        past, participle = wordnet.simple_past(verb), wordnet.past_participle(verb)
+        kind, text = relation_words(label)
+        if kind == "passive" and text.split()[0].endswith("ed"):  # "produced by": the verb says it all
+            forms += [f"who {past} {x}?", f"by whom was {x} {participle}?"]
+        else:  # "music", "costume design by": the thing done is named
+            noun = text.removesuffix(" by") if kind == "passive" else text.split()[-1]
+            forms += [f"who {past} the {noun} for {x}?", f"by whom was the {noun} of {x} {participle}?", f"who {past} {x}'s {noun}?"]
+    return rng.choice(forms)
+
+
+def lacking_questions(store: GraphStore, candidates: Sequence[str], count: int, encoder, seed: int = 0,  # type: ignore[no-untyped-def]
+                      wordnet: WordNet | None = None) -> list[SynthQuestion]:
     """`count` one-hop questions (fewer where no subject is found) for relations of `candidates` this
-    KG lacks, each about an entity with the KG's closest relation; no answers, shape "lacking"."""
+    KG lacks, each about an entity with the KG's closest relation; no answers, shape "lacking". With
+    `wordnet`, a share of them ask for the people who do what the relation says (`people_words`)."""
     rng = random.Random(seed)
     closest = foreign_relations(store, candidates, encoder)
     if not closest:
         return []
+    own = [r.label for r in store.relations()]
+    people = {relation: people_words(wordnet, relation, own) for relation in sorted(closest)} if wordnet else {}
     labels = entity_labels(store)
     named = sorted(_unambiguous(store, labels, sorted(i for i, label in labels.items() if not looks_like_id(label))))
     relation_iris = {r.label: r.iri for r in store.relations()}
@@ -108,7 +158,11 @@ def lacking_questions(store: GraphStore, candidates: Sequence[str], count: int, 
             continue
         seen.add((entity, relation))
         topic = labels[entity]
-        text = question_for_step(Step(relation, relation, False), written(topic, rng), rng)
+        if people.get(relation) and rng.random() < PEOPLE_SHARE:
+            agent, verb = rng.choice(people[relation])
+            text = _asked_of_people(relation, agent, verb, written(topic, rng), wordnet, rng)  # type: ignore[arg-type]
+        else:
+            text = question_for_step(Step(relation, relation, False), written(topic, rng), rng)
         out.append(SynthQuestion(finish(text, rng), (), (topic,), 1, "lacking", (relation,), (), (entity,)))
     return out
 

@@ -1,8 +1,9 @@
 """WordNet 3.0 (Princeton University; its licence travels in `wordnet-base.copyright` beside the
 files) read straight from the database files Debian's `wordnet-base` ships: the noun and verb
 indexes, synsets read by their byte offsets on demand, the exception lists for irregular forms.
-Only what `kgqa synth --synonyms` needs: a word's senses in frequency order, a synset's lemmas,
-gloss, hypernyms, base forms ("directed" → "direct") and the inflections back."""
+Only what `kgqa synth` needs: a word's senses in frequency order, a synset's lemmas, gloss,
+hypernyms and hyponyms, the people a word's senses derive (`agents`: "music" → "composer"), base
+forms ("directed" → "direct") and the inflections back."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ FILES = [f"{kind}.{pos}" for pos in POS for kind in ("index", "data")] + [f"{pos
 _DETACH = {"noun": [("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"), ("ies", "y")],
            "verb": [("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", "")]}
 _VOWELS = "aeiou"
+PERSON = 18  # the lexicographer file noun.person
+POS_LETTER = {"n": "noun", "v": "verb"}
 _UNCHANGED = frozenset("set put cut let hit shut cost hurt spread read quit bet burst cast split upset broadcast".split())  # past = base
 
 
@@ -40,6 +43,10 @@ class Synset:
     lemmas: tuple[str, ...]  # lower case, words separated by spaces
     gloss: str
     hypernyms: tuple[int, ...]
+    hyponyms: tuple[int, ...] = ()
+    lexfile: int = 0  # the lexicographer file: PERSON for a kind of person
+    # derivationally related forms ("+" pointers) among nouns and verbs: (lemma here, offset, pos, lemma number there, from 1)
+    derived: tuple[tuple[str, int, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,14 +109,54 @@ class WordNet:
             if int(fields[0]) != offset:
                 raise ValueError
             count = int(fields[3], 16)
-            lemmas = [fields[4 + 2 * i] for i in range(count)]
+            lemmas = [_clean(fields[4 + 2 * i]) for i in range(count)]
             at = 4 + 2 * count
-            pointers = int(fields[at])
-            hypernyms = [int(fields[at + 1 + 4 * i + 1]) for i in range(pointers) if fields[at + 1 + 4 * i] in ("@", "@i")]
-        except (IndexError, ValueError):
+            pointers = [fields[at + 1 + 4 * i : at + 5 + 4 * i] for i in range(int(fields[at]))]
+            hypernyms = [int(p[1]) for p in pointers if p[0] in ("@", "@i")]
+            hyponyms = [int(p[1]) for p in pointers if p[0] == "~"]  # not "~i": instances are named people
+            # "+ OFFSET POS SSTT": SS the source lemma's number here, TT the target's there (hex, from 1)
+            related = [(lemmas[int(p[3][:2], 16) - 1], int(p[1]), POS_LETTER[p[2]], int(p[3][2:], 16))
+                       for p in pointers if p[0] == "+" and p[2] in POS_LETTER]
+        except (IndexError, ValueError, KeyError):
             raise KGQAError(f"{path}: byte {offset} starts no synset") from None
-        clean = tuple(dict.fromkeys(lemma.split("(")[0].replace("_", " ").lower() for lemma in lemmas))
-        return Synset(offset, pos, clean, gloss.strip(), tuple(hypernyms))
+        return Synset(offset, pos, tuple(lemmas), gloss.strip(), tuple(hypernyms), tuple(hyponyms), int(fields[1]), tuple(related))
+
+    def agents(self, lemma: str, pos: str, senses: int = 2) -> list[tuple[str, str | None]]:
+        """The people who do what `lemma` names, among its first `senses` senses, with the verb each
+        does where WordNet derives one: the person nouns derived from the word ("music" → "musician"),
+        or from a verb derived from it ("production" → "produce" → "producer"), else the agent a
+        suffix makes of it that is a person noun ("cinematography" → "cinematographer"), and their
+        direct kinds in common use ("musician" → "composer", "compose"). Single words only."""
+        people: dict[int, None] = {}
+        for sense in self.synsets(lemma, pos)[:senses]:
+            if sense.lemmas[0] != lemma.lower() and lemma.lower() not in sense.lemmas:
+                continue
+            for here, offset, there_pos, number in sense.derived:
+                if here != lemma.lower():
+                    continue
+                if there_pos == "noun" and self.synset(offset, "noun").lexfile == PERSON:
+                    people[offset] = None
+                elif there_pos == "verb":  # the nouns derived from that very verb ("produce", not its synonyms)
+                    verb = self.synset(offset, "verb")
+                    said = verb.lemmas[number - 1]
+                    people.update((o, None) for from_verb, o, p, _ in verb.derived
+                                  if from_verb == said and p == "noun" and self.synset(o, "noun").lexfile == PERSON)
+        if not people and pos == "noun":
+            for agent in _agent_forms(lemma.lower()):
+                people.update((o, None) for o in (self.entry(agent, "noun") or IndexEntry((), 0)).offsets[:1]
+                              if self.synset(o, "noun").lexfile == PERSON)
+        kinds = [h for offset in people for h in self.synset(offset, "noun").hyponyms]
+        found: dict[str, str | None] = {}
+        for offset in [*people, *kinds]:
+            person = self.synset(offset, "noun")
+            for name in person.lemmas:
+                entry = self.entry(name, "noun")
+                rare = offset not in people and (entry is None or entry.tagged < 1)  # a kind must be in common use
+                if " " in name or not name.isalpha() or rare or name in found:
+                    continue
+                verbs = [self.synset(o, "verb").lemmas[number - 1] for here, o, p, number in person.derived if here == name and p == "verb"]
+                found[name] = next((verb for verb in verbs if " " not in verb), None)
+        return list(found.items())
 
     def base_forms(self, word: str, pos: str) -> list[str]:
         """The lemmas `word` may be an inflection of, the exception lists first ("born" → "bear",
@@ -141,6 +188,14 @@ class WordNet:
             form = first + "ed"
         return " ".join([form, *rest])
 
+    def simple_past(self, verb: str) -> str:
+        """"compose" → "composed", "write" → "wrote", "sing" → "sang": the irregular form that is not
+        the past participle where there are two, else the participle."""
+        first, *rest = verb.split()
+        participle = self.past_participle(first)
+        irregular = [f for f in self._inflected.get(first, []) if not f.endswith(("s", "ing")) and f != participle]
+        return " ".join([irregular[0] if irregular else participle, *rest])
+
     def third_person(self, verb: str) -> str:
         """"affect" → "affects", "touch on" → "touches on", "carry" → "carries"."""
         first, *rest = verb.split()
@@ -153,6 +208,16 @@ class WordNet:
         else:
             form = first + "s"
         return " ".join([form, *rest])
+
+
+def _agent_forms(noun: str) -> list[str]:
+    """Who practises a field, by its suffix: photography → photographer, music → musician, art → artist."""
+    return [noun[:-1] + "er" if noun.endswith("y") else noun + "er", noun + "ian", noun + "ist"]
+
+
+def _clean(lemma: str) -> str:
+    """"Middle_English(a)" → "middle english": words by spaces, lower case, no syntactic marker."""
+    return lemma.split("(")[0].replace("_", " ").lower()
 
 
 def plural(noun: str) -> str:
