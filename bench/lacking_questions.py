@@ -3,11 +3,12 @@ asked of this KG's entities, for the path reader's "no path reads it" option and
 calibration (issue 46, part 4).
 
     python bench/lacking_questions.py --out DIR [--per-kg 300] [--metaqa 1500] [--hold-out REGEX]
-                                      [--kg NAME=URL ...]
+                                      [--people N] [--kg NAME=URL ...]
 
 Writes DIR/NAME-train.jsonl and DIR/NAME-test.jsonl per KG. Relations of another KG that hold
 this KG's facts (`shared_meaning`: Freebase's /film/director/film for MetaQA) are not asked. Half
-the questions for a relation WordNet finds people's words for ask in them ("who composed …").
+the questions for a relation WordNet finds people's words for ask in them ("who composed …");
+--people N adds N training questions per KG for those relations alone.
 Relations whose label matches
 --hold-out (default: production, music and locations — "who produced X", "who composed the music
 of X", "where was X shot") are never asked in the training files: the test files ask only those,
@@ -22,7 +23,7 @@ import sys
 from pathlib import Path
 
 from kgqa.eval.synth import write_jsonl
-from kgqa.eval.synth.lacking import lacking_questions, shared_meaning
+from kgqa.eval.synth.lacking import lacking_questions, people_words, shared_meaning
 from kgqa.eval.synth.wordnet import open_wordnet
 from kgqa.retrieval.store_url import open_store
 from kgqa.retrieval.text import TextEncoder
@@ -40,6 +41,8 @@ def main() -> int:
     ap.add_argument("--metaqa", type=int, default=1500, help="training questions for MetaQA")
     ap.add_argument("--hold-out", default=HOLD_OUT, help="regex: relations kept out of training, asked in the test files")
     ap.add_argument("--kg", nargs="*", default=None, help="NAME=URL (KG name NAME): the stores (default: bench/transfer.py's)")
+    ap.add_argument("--people", type=int, default=0,
+                    help="training questions per KG added for the relations WordNet finds people's words for (a few among hundreds)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     stores = dict(spec.split("=", 1) for spec in args.kg) if args.kg else {STORES[n][1]: STORES[n][0] for n in STORES}
@@ -55,6 +58,14 @@ def main() -> int:
             print(f"{name}: {len(shared)} relations of other KGs hold its facts, not asked: {', '.join(sorted(shared))}", flush=True)
         count = args.metaqa if name == "metaqa" else args.per_kg
         train = lacking_questions(store, [r for r in foreign if not held.search(r)], count, encoder, args.seed, wordnet)
+        if args.people:
+            own = [r.label for r in store.relations()]
+            done = {(q.topics, q.path) for q in train}
+            with_people = [r for r in foreign if not held.search(r) and people_words(wordnet, r, own)]
+            more = lacking_questions(store, with_people, args.people, encoder, args.seed + 2, wordnet)
+            added = [q for q in more if (q.topics, q.path) not in done]
+            train += added
+            print(f"{name}: {len(with_people)} relations with people's words, {len(added)} questions more for them", flush=True)
         test = lacking_questions(store, [r for r in foreign if held.search(r)], max(1, count // 3), encoder, args.seed + 1, wordnet)
         write_jsonl(train, args.out / f"{name}-train.jsonl")
         write_jsonl(test, args.out / f"{name}-test.jsonl")
