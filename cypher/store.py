@@ -189,6 +189,12 @@ class Neo4jStore:
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], r["facts"]) for r in self._query("relations")]
 
+    def subject_relations(self, iris: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for r in self._query("subject_relations", iris=list(dict.fromkeys(iris))) if iris else []:
+            out.setdefault(r["e"], []).append(r["label"])
+        return out
+
     def counts(self) -> StoreCounts:
         facts = self._query("count_facts")[0]["n"]
         entities = self._query("count_entities")[0]["n"]

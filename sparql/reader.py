@@ -274,6 +274,13 @@ class SparqlReader:
     def relations(self) -> list[RelationInfo]:
         return [RelationInfo(r["r"], r["label"], int(r["facts"])) for r in self._select("relations")]
 
+    def subject_relations(self, iris: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for part in _slices(list(dict.fromkeys(iris)), self.max_values):
+            for row in self._select("subject_relations", entities=escape.iri_list(part)) if part else []:
+                out.setdefault(row["e"], []).append(row["label"])
+        return out
+
     def counts(self) -> StoreCounts:
         facts = int(self._select("count_facts")[0]["n"])
         entities = int(self._select("count_entities")[0]["n"])

@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import store_from_lines, subgraph_from_lines
 
-from kgqa.methods.kgfr.answer_kind import AskedKind, asked_kind, demote_wrong_kind, literal_nodes, node_types, wrong_kind
+from kgqa.methods.kgfr.answer_kind import AskedKind, asked_kind, demote_wrong_kind, literal_nodes, missing_number, node_types, wrong_kind
 from kgqa.retrieval.text import TextEncoder
 
 LINES = [
@@ -129,3 +129,68 @@ def test_a_noun_that_names_a_relations_objects_keeps_only_those_objects(tmp_path
     # "films" is what no relation's objects are called here: only the year moves (no film is a year)
     moved, count = demote_wrong_kind(scores, sg, "which films did the stars of something make", encoder)
     assert count == 1 and moved[index["1942"]] < scores[index["1942"]]
+
+
+FREEBASE = [  # no type relation, but Freebase property names say their subjects' types
+    "Ann|/people/person/spouse_s./people/marriage/spouse|Bob",
+    "Ann|/people/person/place_of_birth|Strelsau",
+    "Bob|/people/person/nationality|Ruritania",
+    "Bob|/people/person/place_of_birth|Zenda",
+    "Strelsau|/location/location/containedby|Ruritania",
+    "Zenda|/location/location/containedby|Ruritania",  # Zenda is reached at the second hop: this fact lies beyond
+    "Ruritania|/location/country/capital|Strelsau",
+]
+
+
+def test_freebase_property_names_type_their_subjects_and_the_store_types_the_rest(tmp_path):
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.retrieval.app import retrieve
+    from kgqa.retrieval.store_url import open_store
+
+    store = open_store(store_from_lines(tmp_path, "fb", FREEBASE), "fb")
+    try:
+        sg = retrieve(store, [KGNamespace("fb").entity("Ann")], 2, 100)
+        index = {label: i for i, label in enumerate(sg.node_labels)}
+        types = {sg.node_labels[n]: ts for n, ts in node_types(sg)[0].items()}
+        assert types["Bob"] == ["person"] and types["Ruritania"] == ["country"] and types["Strelsau"] == ["location"]
+        assert "Zenda" not in types  # only the fact that reached it is in the subgraph
+        scores = torch.zeros(sg.num_nodes)
+        scores[index["Ann"]] = float("-inf")
+        scores[index["Zenda"]], scores[index["Bob"]], scores[index["Ruritania"]] = 100.0, 80.0, 50.0
+        encoder = TextEncoder()
+        probe = "which country is something's husband from"
+
+        def first(ranked: torch.Tensor) -> str:
+            return sg.node_labels[int(torch.argmax(ranked))]
+
+        alone, _ = demote_wrong_kind(scores, sg, probe, encoder)
+        assert first(alone) == "Zenda"  # untyped here, so never demoted; the husband is
+        assert alone[index["Bob"]] < alone[index["Ruritania"]]
+        asked = store.round_trips
+        typed, _ = demote_wrong_kind(scores, sg, probe, encoder, store)
+        assert first(typed) == "Ruritania" and store.round_trips == asked + 1  # Zenda is a location, by the store
+        assert store.subject_relations([KGNamespace("fb").entity("Zenda")]) == {
+            KGNamespace("fb").entity("Zenda"): ["/location/location/containedby"]}
+        untouched = store.round_trips
+        demote_wrong_kind(scores, sg, "who is something married to", encoder, store)  # no noun: no types read
+        assert store.round_trips == untouched
+    finally:
+        store.close()
+
+
+def test_a_question_for_a_number_the_subgraph_lacks_is_declined(tmp_path, subgraph):
+    from kgqa import Engine
+
+    (tmp_path / "roles").mkdir()
+    roles = subgraph_from_lines(tmp_path / "roles", "roles", ROLES, "Kismet")
+    assert missing_number(roles, "how many films did something make")  # its year 1942 is a date, not a number
+    assert missing_number(roles, "what is the budget of something")
+    assert not missing_number(roles, "what time zone is something in")  # "time": no quantity asked
+    assert not missing_number(roles, "when was something released")  # dates are not judged
+    assert not missing_number(subgraph, "how many films did something make")  # the film "2012" may be one
+    url = store_from_lines(tmp_path, "fb", FREEBASE)
+    with Engine(url, "kgfr", kg="fb") as engine:
+        tall = engine.ask("how tall is Ann", topics=["Ann"])
+        assert not tall.answers and "asks for a number" in tall.declined
+        assert engine.ask("how tall is Ann", topics=["Ann"], decline_below=0).answers  # declining off: the ranking
+        assert engine.ask("how tall is Ann", topics=["Ann"], answer_kind=False, decline_below=0).answers

@@ -99,3 +99,21 @@ def test_fb15k237_same_subgraph_on_every_store(fb15k_stores):
         topics = [embedded.ns.entity(e) for e in rng.sample(entities, rng.choice([1, 2]))]
         hops, lam = configs[i % len(configs)]
         _assert_same(fb15k_stores, topics, hops, lam)
+
+
+def test_fb15k237_subject_relations_are_the_files_on_every_store(fb15k_stores):
+    """What the answer's kind reads Freebase types from: the relations an entity is the subject of."""
+    subject_of: dict[str, set[str]] = {}
+    objects = set()
+    with gzip.open(shared_data("fb15k237", "train.txt.gz"), "rt", encoding="utf-8") as f:
+        for line in f:
+            s, r, o = line.rstrip("\n").split("\t")
+            subject_of.setdefault(s, set()).add(r)
+            objects.add(o)
+    rng = random.Random(7)
+    mids = rng.sample(sorted(subject_of), 60) + sorted(objects - set(subject_of))[:5]  # some are only objects
+    ns = fb15k_stores["embedded"].ns
+    expected = {ns.entity(m): sorted(subject_of[m]) for m in mids if m in subject_of}
+    for name, store in fb15k_stores.items():
+        found = store.subject_relations([ns.entity(m) for m in mids])
+        assert {e: sorted(rs) for e, rs in found.items()} == expected, name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.retrieval.relation_text import readable_relation, relation_description, relation_question
+from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation, relation_description, relation_question
 
 
 @pytest.mark.parametrize("label, words", [
@@ -65,3 +65,16 @@ def test_relation_questions_put_the_answer_where_the_wh_word_stands(label, inver
 def test_relation_questions_follow_given_descriptions():
     assert relation_question("directed_by", False, {"directed_by⁻¹": "films by this director"}) == "what films by this director something"
     assert relation_question("directed_by", False, {"directed_by": "the film's director"}) == "something the film's director what"  # no "inverse of: …"
+
+
+@pytest.mark.parametrize("label, subject_type", [
+    ("/people/person/spouse_s./people/marriage/spouse", "person"),
+    ("/location/country/capital", "country"),
+    ("/base/aareas/schema/administrative_area/administrative_parent", "administrative area"),
+    ("/film/film/directed_by", "film"),
+    ("/common/topic", None),  # no property: no subject type
+    ("located_in", None),
+    ("http://example.org/ontology/birthPlace", None),
+])
+def test_a_freebase_property_names_its_subjects_type(label, subject_type):
+    assert freebase_subject_type(label) == subject_type

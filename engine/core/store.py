@@ -99,6 +99,18 @@ class SearchesLabels(Protocol):
         ...
 
 
+@runtime_checkable
+class KnowsSubjectRelations(Protocol):
+    """A store that says which relations entities are the subject of from its load-time fan-out
+    counts (one row per (entity, relation), never the facts): where relation names give their
+    subjects' types (Freebase's `/people/person/…`), the answer's kind reads them for candidates the
+    subgraph shows only as objects."""
+
+    def subject_relations(self, iris: Sequence[str]) -> dict[str, list[str]]:
+        """Each given entity that is the subject of some fact → the labels of those facts' relations."""
+        ...
+
+
 @dataclass(frozen=True)
 class WholeRetrieval:
     """An APP retrieval from one store call: every edge with the hop it was reached at, and the

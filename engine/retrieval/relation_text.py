@@ -55,6 +55,17 @@ def is_freebase_path(label: str) -> bool:
     return label.startswith("/") and label.count("/") >= 2 and "://" not in label
 
 
+def freebase_subject_type(label: str) -> str | None:
+    """The type a Freebase property's subjects have, the part of its (first) path before the property,
+    in words: "/people/person/spouse_s./people/marriage/spouse" → "person", "/location/country/capital"
+    → "country", "/base/aareas/schema/administrative_area/administrative_parent" → "administrative
+    area"; None for a label that is no Freebase path."""
+    if not is_freebase_path(label):
+        return None
+    parts = label.strip().split("./")[0].strip("/").split("/")
+    return parts[-2].replace("_", " ") if len(parts) >= 3 else None
+
+
 @lru_cache(maxsize=1 << 14)  # every scored subgraph asks for its relations' texts again
 def readable_relation(label: str) -> str:
     """Lower-case words of a relation label, whatever its convention: Freebase paths, IRIs (their

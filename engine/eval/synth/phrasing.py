@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable
 
 from kgqa.eval.synth.walk import Step
-from kgqa.retrieval.relation_text import agent_noun, inverse_words, is_freebase_path, relation_words, third_person_verb
+from kgqa.retrieval.relation_text import agent_noun, freebase_subject_type, inverse_words, relation_words, third_person_verb
 
 
 Words = tuple[str, str]  # a relation's kind of words and the words (`relation_words`)
@@ -29,10 +29,7 @@ Wording = Callable[[str], Words]  # relation label → the words to say it with
 def answer_type(step: Step) -> str | None:
     """The answer's type where the relation's name says it: the subject type of a Freebase property,
     for a step walked backwards (the answers are its subjects)."""
-    if step.inverse and is_freebase_path(step.label):
-        parts = step.label.strip("/").split("/")
-        return parts[1].replace("_", " ") if len(parts) >= 3 else None
-    return None
+    return freebase_subject_type(step.label) if step.inverse else None
 
 
 def _base(verb: str) -> str:

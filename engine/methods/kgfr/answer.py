@@ -26,7 +26,7 @@ from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
-from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
+from kgqa.methods.kgfr.answer_kind import demote_wrong_kind, missing_number
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
 
 
@@ -137,6 +137,9 @@ class KGFRAnswerer:
         declined = None
         if not candidates:
             declined = "the subgraph around the topic entities holds nothing else to answer with"
+        elif self.answer_kind and self.decline_below > 0 and missing_number(sg, probe):
+            declined = f"the question asks for a number and the subgraph around the topic entities holds none (closest: {candidates[0].label})"
+            answers = []
         elif answerability is not None and answerability < self.decline_below:
             declined = (f"the KG holds no answer I trust: answerability {answerability:.2f} is below the threshold {self.decline_below:.2f}"
                         f" (closest: {candidates[0].label})")
@@ -162,7 +165,7 @@ class KGFRAnswerer:
             reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])]
             lacking = read.lacking
         if self.answer_kind:
-            fused, _ = demote_wrong_kind(fused, sg, probe, self.encoder)
+            fused, _ = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
         return replace(scored, scores=fused), reading, lacking

@@ -6,7 +6,10 @@ Kinds a KG shows without a model:
 - literals: a label that is a year, a date or a number (MetaQA's release years, Freebase dates);
 - types: where the KG has a type relation (rdf:type, "instance of", Wikidata's P31, Freebase's
   `/type/object/type`), the labels of a candidate's types, matched to the asked kind's words by the
-  sentence encoder ("which film" against types "film", "person", "country").
+  sentence encoder ("which film" against types "film", "person", "country"); where it has none but
+  its relations are Freebase properties, the type each property's subjects have (the subject of
+  `/people/person/nationality` is a person, of `/location/country/capital` a country), for the
+  candidates that are the subject of some fact of the subgraph;
 - roles: where the asked noun is what a relation's objects are called ("which actors" and
   `starred_actors`, "which genres" and `has_genre`), the candidates that are the object of no such
   relation in the subgraph (the films a "which actors has X directed" walks through).
@@ -20,16 +23,19 @@ subgraph holds candidates of both the asked and another kind."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.retrieval.relation_text import agent_noun, relation_words
+from kgqa.retrieval.relation_text import agent_noun, freebase_subject_type, is_freebase_path, relation_words
 
 _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
-_NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight",
+_QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
+_NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight", "revenue", "salary",
                  "runtime", "duration", "rating", "score", "price", "many", "much"}
 _AUXILIARIES = {"is", "was", "are", "were", "be", "been", "does", "did", "do", "has", "have", "had", "can", "could", "will",
                 "would", "should", "of", "about", "else", "other", "others", "the", "a", "an", "things", "thing", "one", "ones",
@@ -47,7 +53,11 @@ TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much li
 # the asked noun must be (nearly) the word a relation's objects are called by: "actors" ~ "starred actors" 0.81,
 # "genres" ~ "genre" 0.91 count; "company" ~ "industry" 0.71 or "films" ~ "director" 0.56 do not
 ROLE_MATCH_FLOOR = 0.75
+STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
 TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below the best typed candidate's is of another kind
+
+
+SubjectRelations = Callable[[], dict[int, list[str]]]  # node → labels of the relations it is the subject of
 
 
 @dataclass(frozen=True)
@@ -122,12 +132,32 @@ def _literal_mismatch(sg: Subgraph, asked: str) -> np.ndarray:
     return np.array([k != asked and k != "either" for k in kinds]) if wanted.any() else np.zeros(len(kinds), dtype=bool)
 
 
-def node_types(sg: Subgraph) -> tuple[dict[int, list[str]], set[int]]:
+_QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
+
+
+def missing_number(sg: Subgraph, probe: str) -> bool:
+    """True where the question asks for a quantity (how many / how tall …, the population, budget or
+    height of …) and no node of the subgraph other than its topics is a number: the KG cannot answer
+    it there, whatever ranks first (a city for "how many employees does X have"). Dates are not
+    judged so: people ask "when" of events a KG names as entities ("when did X go to college")."""
+    asked = asked_kind(probe)
+    if asked.literal != "number" or not (_QUANTITY.search(probe.lower()) or (asked.noun or "").split()[-1] in _QUANTITIES):
+        return False
+    others = np.ones(sg.num_nodes, dtype=bool)
+    others[np.asarray(sg.topics, dtype=np.int64)] = False
+    kinds = literal_nodes(sg)
+    return not any(kinds[i] in ("number", "either") for i in np.flatnonzero(others).tolist())
+
+
+def node_types(sg: Subgraph, subject_relations: SubjectRelations | None = None) -> tuple[dict[int, list[str]], set[int]]:
     """Each node's type labels, from the subgraph's facts of a type relation, and the nodes that are
-    types themselves (none: {}, set())."""
+    types themselves; in a KG without a type relation, the types Freebase property names give their
+    subjects (`freebase_subject_type`), read from the subgraph's facts and, for the nodes
+    `subject_relations` knows (the store's, for the best candidates), from all of their facts; no
+    node is a type then (neither: {}, set())."""
     typing = [i for i, label in enumerate(sg.relation_labels) if TYPE_RELATION.search(label.strip())]
     if not typing:
-        return {}, set()
+        return _domain_types(sg, subject_relations), set()
     typed, kinds = fact_ends(sg)
     out: dict[int, set[str]] = {}
     classes: set[int] = set()
@@ -138,11 +168,28 @@ def node_types(sg: Subgraph) -> tuple[dict[int, list[str]], set[int]]:
     return {node: sorted(types) for node, types in out.items()}, classes
 
 
-def _type_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None) -> dict[int, list[str]]:
+    """Each subject of a fact of a Freebase property → the types those properties give their subjects
+    ("person" for `/people/person/spouse_s./people/marriage/spouse`): the subgraph's facts, and the
+    relations `subject_relations` gives (node → relation labels)."""
+    domains = [freebase_subject_type(label) for label in sg.relation_labels]
+    if sg.num_edges == 0 or not any(domains):
+        return {}
+    pairs = np.unique(np.stack([fact_ends(sg)[0], np.asarray(sg.edge_type) // 2]), axis=1)
+    out: dict[int, set[str]] = {}
+    for node, relation in pairs.T.tolist():
+        if domains[relation]:
+            out.setdefault(node, set()).add(domains[relation])  # type: ignore[arg-type]
+    for node, labels in (subject_relations() if subject_relations else {}).items():
+        out.setdefault(node, set()).update(t for label in labels if (t := freebase_subject_type(label)))
+    return {node: sorted(types) for node, types in out.items() if types}
+
+
+def _type_mismatch(sg: Subgraph, noun: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Typed nodes whose best type reads less like the asked noun than the best typed node's does, and
     the types themselves (a class is no answer to "which film")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
-    types, classes = node_types(sg)
+    types, classes = node_types(sg, subject_relations)
     if not types:
         return mismatch
     names = sorted({t for ts in types.values() for t in ts})
@@ -184,25 +231,44 @@ def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ign
     return mismatch
 
 
-def wrong_kind(sg: Subgraph, probe: str, encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
+def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The nodes whose kind is not the one the question asks for (a bool per node; all False when the
-    question names no kind or the subgraph shows none)."""
+    question names no kind or the subgraph shows none). `subject_relations`: called only when types
+    are read, the relations some nodes are the subject of beyond the subgraph (`store_subject_relations`)."""
     asked = asked_kind(probe)
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     if asked.literal is not None:
         mismatch |= _literal_mismatch(sg, asked.literal)
     if asked.noun and asked.literal == "entity" and encoder is not None:
-        by_type = _type_mismatch(sg, asked.noun, encoder)
+        by_type = _type_mismatch(sg, asked.noun, encoder, subject_relations)
         mismatch |= by_type if by_type.any() else _role_mismatch(sg, asked.noun, encoder)
     return mismatch
 
 
-def demote_wrong_kind(scores: torch.Tensor, sg: Subgraph, probe: str, encoder) -> tuple[torch.Tensor, int]:  # type: ignore[no-untyped-def]
+def store_subject_relations(store: object, sg: Subgraph, scores: torch.Tensor) -> SubjectRelations | None:
+    """For a KG whose relations are Freebase properties, in a store that knows its entities' subject
+    relations (`KnowsSubjectRelations`): the relations the STORE_TYPED best-scored candidates are the
+    subject of, asked in one round trip when first needed. A candidate reached at the subgraph's last
+    hop shows only the facts that reached it, so the subgraph alone leaves it untyped."""
+    if not isinstance(store, KnowsSubjectRelations) or not any(map(is_freebase_path, sg.relation_labels)):
+        return None
+
+    def ask() -> dict[int, list[str]]:
+        finite = torch.isfinite(scores)
+        top = [int(i) for i in torch.argsort(scores, descending=True)[:STORE_TYPED] if finite[i]]
+        found = store.subject_relations([sg.nodes[i] for i in top])
+        return {i: found[sg.nodes[i]] for i in top if sg.nodes[i] in found}
+
+    return ask
+
+
+def demote_wrong_kind(scores: torch.Tensor, sg: Subgraph, probe: str, encoder, store: object = None) -> tuple[torch.Tensor, int]:  # type: ignore[no-untyped-def]
     """Scores where every candidate of the wrong kind ranks below every other (their order kept among
     themselves), and how many were demoted. Nothing moves when every finite candidate is of the
-    wrong kind (the question's kind was misread, or the subgraph holds none of it)."""
+    wrong kind (the question's kind was misread, or the subgraph holds none of it). `store`: where it
+    knows its entities' subject relations, the best candidates are typed from it too."""
     finite = torch.isfinite(scores)
-    mismatch = torch.from_numpy(wrong_kind(sg, probe, encoder)) & finite
+    mismatch = torch.from_numpy(wrong_kind(sg, probe, encoder, store_subject_relations(store, sg, scores))) & finite
     if not mismatch.any() or bool((finite & ~mismatch).sum() == 0):
         return scores, 0
     spread = float(scores[finite].max() - scores[finite].min()) + 1.0
