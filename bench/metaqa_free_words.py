@@ -21,6 +21,7 @@ import argparse
 import json
 import random
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 MAX_ANSWERS = 30  # a question with more answers than this is a list nobody asks for
@@ -74,11 +75,12 @@ LACKING: list[tuple[str, list[str]]] = [
 ]
 
 
-def read_kb(path: Path) -> dict[tuple[str, str], set[str]]:
+def read_kb(path: Path, separator: str = "|") -> dict[tuple[str, str], set[str]]:
+    """(subject, relation) → objects and (object, ~relation) → subjects."""
     index: dict[tuple[str, str], set[str]] = defaultdict(set)
     with open(path, encoding="utf-8") as f:
         for line in f:
-            parts = line.rstrip("\n").split("|")
+            parts = line.rstrip("\n").split(separator)
             if len(parts) == 3:
                 s, r, o = parts
                 index[s, r].add(o)
@@ -91,6 +93,25 @@ def follow(kb: dict[tuple[str, str], set[str]], start: str, path: tuple[str, ...
     for relation in path:
         frontier = {o for s in frontier for o in kb.get((s, relation), ())}
     return frontier - {start}
+
+
+def phrased(kb: dict[tuple[str, str], set[str]], templates: list[tuple[tuple[str, ...], str, list[str]]], pools: dict[str, list[str]],
+            per_template: int, rng: random.Random, tries: int, usable: Callable[[str], bool] = lambda topic: True,
+            ) -> Iterator[tuple[tuple[str, ...], str, str, set[str]]]:
+    """Per phrasing of each template, up to `per_template` topics of its kind (from `tries` × that many
+    sampled) whose path has 1 to MAX_ANSWERS answers: (path, phrasing, topic, answers)."""
+    for path, kind, phrasings in templates:
+        pool = pools[kind]
+        for phrasing in phrasings:
+            made = 0
+            for topic in rng.sample(pool, min(len(pool), tries * per_template)):
+                answers = follow(kb, topic, path)
+                if not answers or len(answers) > MAX_ANSWERS or not usable(topic):
+                    continue
+                yield path, phrasing, topic, answers
+                made += 1
+                if made == per_template:
+                    break
 
 
 def main() -> int:
@@ -106,18 +127,9 @@ def main() -> int:
     people = sorted({s for (s, r) in kb if r in ("~directed_by", "~starred_actors", "~written_by")})
     rng = random.Random(args.seed)
     by_hop: dict[int, list[str]] = defaultdict(list)
-    for path, kind, phrasings in TEMPLATES:
-        pool = films if kind == "film" else people
-        for phrasing in phrasings:
-            made = 0
-            for topic in rng.sample(pool, min(len(pool), 40 * args.per_template)):
-                answers = follow(kb, topic, path)
-                if not answers or len(answers) > MAX_ANSWERS or "|" in topic or "[" in topic:
-                    continue
-                by_hop[len(path)].append(phrasing.format(f"[{topic}]") + "\t" + "|".join(sorted(answers)))
-                made += 1
-                if made == args.per_template:
-                    break
+    usable = lambda topic: "|" not in topic and "[" not in topic  # noqa: E731  (MetaQA's format marks topics so)
+    for path, phrasing, topic, answers in phrased(kb, TEMPLATES, {"film": films, "person": people}, args.per_template, rng, 40, usable):
+        by_hop[len(path)].append(phrasing.format(f"[{topic}]") + "\t" + "|".join(sorted(answers)))
     args.out.mkdir(parents=True, exist_ok=True)
     for hop, lines in sorted(by_hop.items()):
         (args.out / f"free-{hop}hop.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from metaqa_free_words import MAX_ANSWERS, follow  # noqa: E402
+from metaqa_free_words import phrased, read_kb  # noqa: E402
 
 SPOUSE = "spouse_of|~spouse_of"  # a marriage is one fact: "X's wife" is either end
 
@@ -112,18 +112,11 @@ KIND_OF = {"person": "born_in", "company": "headquartered_in", "city": "located_
 
 
 def read_tsv(path: Path) -> dict[tuple[str, str], set[str]]:
-    """(subject, relation) → objects and (object, ~relation) → subjects; `spouse_of|~spouse_of` both."""
-    index: dict[tuple[str, str], set[str]] = defaultdict(set)
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) == 3:
-                s, r, o = parts
-                index[s, r].add(o)
-                index[o, "~" + r].add(s)
-                if r == "spouse_of":
-                    index[s, SPOUSE].add(o)
-                    index[o, SPOUSE].add(s)
+    """`read_kb`'s index of the TSV, with `spouse_of|~spouse_of`: a marriage read from either end."""
+    index = read_kb(path, "\t")
+    for (entity, relation), others in list(index.items()):
+        if relation in ("spouse_of", "~spouse_of"):
+            index[entity, SPOUSE] |= others
     return index
 
 
@@ -153,18 +146,9 @@ def main() -> int:
     pools = {kind: sorted({s for (s, r) in kb if r == relation}) for kind, relation in KIND_OF.items()}
     rng = random.Random(args.seed)
     by_hop: dict[int, list[dict]] = defaultdict(list)
-    for path, kind, phrasings in TEMPLATES:
-        for phrasing in phrasings:
-            made = 0
-            for topic in rng.sample(pools[kind], min(len(pools[kind]), 60 * args.per_template)):
-                answers = follow(kb, topic, path)  # type: ignore[arg-type]
-                if not answers or len(answers) > MAX_ANSWERS:
-                    continue
-                by_hop[len(path)].append({"question": phrasing.format(topic), "answers": sorted(answers), "topics": [topic],
-                                          "hop": len(path), "path": list(path)})
-                made += 1
-                if made == args.per_template:
-                    break
+    for path, phrasing, topic, answers in phrased(kb, TEMPLATES, pools, args.per_template, rng, 60):
+        by_hop[len(path)].append({"question": phrasing.format(topic), "answers": sorted(answers), "topics": [topic],
+                                  "hop": len(path), "path": list(path)})
     args.out.mkdir(parents=True, exist_ok=True)
     for hop, rows in sorted(by_hop.items()):
         target = args.out / f"people-{hop}hop.jsonl"

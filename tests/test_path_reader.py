@@ -218,3 +218,15 @@ def test_the_no_path_option_is_read_only_from_a_reader_trained_for_it(tmp_path, 
     save_file({"queries": torch.zeros(6, 384)}, str(tmp_path / "trained" / "model.safetensors"))
     with pytest.raises(ValueError, match="trained/model.safetensors: not a path reader"):
         PathReader(tmp_path / "trained")
+
+
+def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
+    sg = subgraph_from_lines(tmp_path, "couples", ["Ann|spouse_of|Bob", "Ann|born_in|Zenda", "Bob|born_in|Strelsau",
+                                                   "Kismet|directed_by|Bob", "Juarez|directed_by|Bob"], "Ann")
+    groups = {verbalise(sg, seq): labels(sg, ends) for seq, ends in path_groups(sg).items()}
+    assert groups["spouse of → born in"] == {"Strelsau"}  # the husband's birthplace
+    assert not any(text.startswith("spouse of → has spouse") for text in groups)  # Ann → Bob → Ann: no walk on from there
+    assert groups["spouse of → directed"] == {"Kismet", "Juarez"}
+    (tmp_path / "films").mkdir()
+    sg = subgraph_from_lines(tmp_path / "films", "films", LINES, "Kismet")  # back to more than the topic: a walk goes on
+    assert "directed by → directed → release year" in {verbalise(sg, seq) for seq in path_groups(sg)}

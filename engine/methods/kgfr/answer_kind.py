@@ -240,8 +240,14 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
     if asked.literal is not None:
         mismatch |= _literal_mismatch(sg, asked.literal)
     if asked.noun and asked.literal == "entity" and encoder is not None:
-        by_type = _type_mismatch(sg, asked.noun, encoder, subject_relations)
-        mismatch |= by_type if by_type.any() else _role_mismatch(sg, asked.noun, encoder)
+        by_type = lambda: _type_mismatch(sg, asked.noun, encoder, subject_relations)  # noqa: E731
+        by_role = lambda: _role_mismatch(sg, asked.noun, encoder)  # noqa: E731
+        # a KG's own type facts say most; without them, a noun that names a relation's objects ("which
+        # industry" and `industry`) says more than the types Freebase property names give (all companies
+        # are "business operation"s, and an industry, only ever an object, has none)
+        first, then = (by_type, by_role) if any(TYPE_RELATION.search(label.strip()) for label in sg.relation_labels) else (by_role, by_type)
+        found = first()
+        mismatch |= found if found.any() else then()
     return mismatch
 
 
