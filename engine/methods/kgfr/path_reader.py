@@ -47,9 +47,11 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
     through a topic. With `targets`, a walk goes on only through nodes from which a target is still
     within reach (every fact is an edge both ways, so that is the undirected distance), and only
     sequences ending on a target are kept: on a dense 2-hop FB15k-237 subgraph (31k edges) this
-    takes the cost from ~280 ms to a few. A step straight back along the relation just walked that
-    reaches only topics (X → X's spouse → X) ends its walk: read on, "spouse of → has spouse → born in"
-    is X's own birthplace under the words of "X's husband's birthplace"."""
+    takes the cost from ~280 ms to a few. A step straight back along a relation that is one-to-one in
+    the subgraph, reaching only topics (X → X's spouse → X), ends its walk: read on, "spouse of → has
+    spouse → born in" is X's own birthplace under the words of "X's husband's birthplace". Along a
+    relation of many (a director's films), the way back to the topic alone is kept: "the genres of
+    the films of X's director" holds X's own genres, MetaQA's answers too."""
     heads = np.concatenate([sg.edge_index[0], sg.edge_index[1]])
     tails = np.concatenate([sg.edge_index[1], sg.edge_index[0]])
     types = np.concatenate([sg.edge_type, sg.edge_type ^ 1])
@@ -57,6 +59,7 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
     is_topic[np.asarray(sg.topics, dtype=np.int64)] = True
     near = _distance_to(targets, heads, tails, sg.num_nodes, max_len) if targets is not None else None
     by_head = _by_head(heads, sg.num_nodes)
+    one_to_one = _one_to_one(sg)
     into_targets = _by_head(heads, sg.num_nodes, near[tails] == 0) if near is not None else by_head  # the last step's edges
     frontier: list[tuple[tuple[int, ...], np.ndarray]] = [((), np.flatnonzero(is_topic))]
     out: dict[tuple[int, ...], np.ndarray] = {}
@@ -78,8 +81,8 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
                 part = np.unique(part)
                 if near is not None:
                     part = part[near[part] <= max_len - step]
-                if sequence and kind == sequence[-1] ^ 1 and is_topic[part].all():
-                    continue  # straight back to the topics alone ("spouse of → has spouse"): no walk a shorter one is not
+                if sequence and kind == sequence[-1] ^ 1 and one_to_one[kind // 2] and is_topic[part].all():
+                    continue  # straight back to the topics alone along a one-to-one relation ("spouse of → has spouse")
                 if part.size:
                     grown.append(((*sequence, int(kind)), part))
         frontier = grown[:MAX_SEQUENCES]
@@ -87,6 +90,16 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
             kept = ends[~is_topic[ends] & (near[ends] == 0 if near is not None else True)]
             if kept.size:
                 out[sequence] = kept
+    return out
+
+
+def _one_to_one(sg: Subgraph) -> np.ndarray:
+    """Per relation, whether no node of the subgraph is the subject of two of its facts, nor the object."""
+    relation = np.asarray(sg.edge_type) // 2
+    out = np.ones(len(sg.relation_labels), dtype=bool)
+    for ends in sg.edge_index:
+        pairs, counts = np.unique(np.stack([relation, ends]), axis=1, return_counts=True)
+        out[pairs[0][counts > 1]] = False
     return out
 
 
