@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation, relation_description, relation_question
+from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation, relation_description, relation_question, relation_words
 
 
 @pytest.mark.parametrize("label, words", [
@@ -78,3 +78,17 @@ def test_relation_questions_follow_given_descriptions():
 ])
 def test_a_freebase_property_names_its_subjects_type(label, subject_type):
     assert freebase_subject_type(label) == subject_type
+
+
+@pytest.mark.parametrize("label, words", [
+    ("/people/person/spouse_s./people/marriage/spouse", "spouse"),  # the models read "spouse spouse"; questions say it once
+    ("/film/film/starring./film/performance/actor", "starring actor"),  # nothing shared: both properties said
+    ("/sports/sports_league/teams./sports/sports_league_participation/team", "teams"),
+    ("/film/film/film_festivals", "film festivals"),  # no compound: as readable_relation
+])
+def test_questions_say_a_word_both_properties_of_a_compound_path_share_once(label, words):
+    assert relation_words(label)[1] == words
+
+
+def test_the_models_text_of_a_compound_path_keeps_both_properties():
+    assert readable_relation("/people/person/spouse_s./people/marriage/spouse") == "spouse spouse"  # what KGFR trained on

@@ -181,8 +181,19 @@ def _kind(words: str, freebase: bool) -> tuple[str, str]:
 
 
 def relation_words(label: str) -> tuple[str, str]:
-    """A relation's kind of words (noun, passive, verb, isa, predicate) and the words its phrases use."""
-    return _kind(readable_relation(label), is_freebase_path(label))
+    """A relation's kind of words (noun, passive, verb, isa, predicate) and the words its phrases use:
+    a Freebase compound path says a word its two properties share once ("spouse_s ./people/marriage/
+    spouse" → "spouse", not `readable_relation`'s "spouse spouse", which the models read)."""
+    words = readable_relation(label)
+    if is_freebase_path(label) and "./" in label:
+        first = _freebase_words(label.split("./")[0])
+        said = {_stem(w) for w in first.split()}
+        words = " ".join([first, *(w for w in words.split()[len(first.split()):] if _stem(w) not in said)])
+    return _kind(words, is_freebase_path(label))
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
 _AGENTS = {"written": "writer", "made": "maker", "sung": "singer", "built": "builder", "led": "leader", "taught": "teacher",
