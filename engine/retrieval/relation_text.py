@@ -186,9 +186,10 @@ def relation_words(label: str) -> tuple[str, str]:
     spouse" → "spouse", not `readable_relation`'s "spouse spouse", which the models read)."""
     words = readable_relation(label)
     if is_freebase_path(label) and "./" in label:
-        first = _freebase_words(label.split("./")[0])
+        parts = label.strip().split("./")
+        first, last = _freebase_words(parts[0]), _freebase_words(parts[-1])
         said = {_stem(w) for w in first.split()}
-        words = " ".join([first, *(w for w in words.split()[len(first.split()):] if _stem(w) not in said)])
+        words = " ".join([first, *(w for w in last.split() if _stem(w) not in said)])
     return _kind(words, is_freebase_path(label))
 
 

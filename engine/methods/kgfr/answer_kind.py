@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -149,13 +150,18 @@ def missing_number(sg: Subgraph, probe: str) -> bool:
     return not any(kinds[i] in ("number", "either") for i in np.flatnonzero(others).tolist())
 
 
+def type_relations(sg: Subgraph) -> list[int]:
+    """The subgraph's relations that type instances (rdf:type, "instance of", P31, …)."""
+    return [i for i, label in enumerate(sg.relation_labels) if TYPE_RELATION.search(label.strip())]
+
+
 def node_types(sg: Subgraph, subject_relations: SubjectRelations | None = None) -> tuple[dict[int, list[str]], set[int]]:
     """Each node's type labels, from the subgraph's facts of a type relation, and the nodes that are
     types themselves; in a KG without a type relation, the types Freebase property names give their
     subjects (`freebase_subject_type`), read from the subgraph's facts and, for the nodes
     `subject_relations` knows (the store's, for the best candidates), from all of their facts; no
     node is a type then (neither: {}, set())."""
-    typing = [i for i, label in enumerate(sg.relation_labels) if TYPE_RELATION.search(label.strip())]
+    typing = type_relations(sg)
     if not typing:
         return _domain_types(sg, subject_relations), set()
     typed, kinds = fact_ends(sg)
@@ -240,12 +246,12 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
     if asked.literal is not None:
         mismatch |= _literal_mismatch(sg, asked.literal)
     if asked.noun and asked.literal == "entity" and encoder is not None:
-        by_type = lambda: _type_mismatch(sg, asked.noun, encoder, subject_relations)  # noqa: E731
-        by_role = lambda: _role_mismatch(sg, asked.noun, encoder)  # noqa: E731
+        by_type = partial(_type_mismatch, sg, asked.noun, encoder, subject_relations)
+        by_role = partial(_role_mismatch, sg, asked.noun, encoder)
         # a KG's own type facts say most; without them, a noun that names a relation's objects ("which
         # industry" and `industry`) says more than the types Freebase property names give (all companies
         # are "business operation"s, and an industry, only ever an object, has none)
-        first, then = (by_type, by_role) if any(TYPE_RELATION.search(label.strip()) for label in sg.relation_labels) else (by_role, by_type)
+        first, then = (by_type, by_role) if type_relations(sg) else (by_role, by_type)
         found = first()
         mismatch |= found if found.any() else then()
     return mismatch

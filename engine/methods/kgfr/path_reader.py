@@ -22,6 +22,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,7 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
     is_topic[np.asarray(sg.topics, dtype=np.int64)] = True
     near = _distance_to(targets, heads, tails, sg.num_nodes, max_len) if targets is not None else None
     by_head = _by_head(heads, sg.num_nodes)
-    one_to_one = _one_to_one(sg)
+    one_to_one = cache(lambda: _one_to_one(sg))  # counted only where a walk comes back to the topics alone
     into_targets = _by_head(heads, sg.num_nodes, near[tails] == 0) if near is not None else by_head  # the last step's edges
     frontier: list[tuple[tuple[int, ...], np.ndarray]] = [((), np.flatnonzero(is_topic))]
     out: dict[tuple[int, ...], np.ndarray] = {}
@@ -81,7 +82,7 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
                 part = np.unique(part)
                 if near is not None:
                     part = part[near[part] <= max_len - step]
-                if sequence and kind == sequence[-1] ^ 1 and one_to_one[kind // 2] and is_topic[part].all():
+                if sequence and kind == sequence[-1] ^ 1 and is_topic[part].all() and one_to_one()[kind // 2]:
                     continue  # straight back to the topics alone along a one-to-one relation ("spouse of → has spouse")
                 if part.size:
                     grown.append(((*sequence, int(kind)), part))
