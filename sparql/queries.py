@@ -69,12 +69,32 @@ def sql_statements(name: str, **iris: str) -> list[str]:
     """The `;`-terminated statements of `name.sql` (Virtuoso, loader side only), `{{slot}}`s filled
     with IRIs that need no SQL quoting (anything else is refused)."""
     for slot, value in iris.items():
-        if not _SQL_SAFE_IRI.match(value):
-            raise StoreError(f"{name}.sql: {slot} IRI {value!r} cannot be written into SQL")
-    text = resources.files(__package__).joinpath(f"{name}.sql").read_text(encoding="utf-8")
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
-    text = _substitute(f"{name}.sql", text, iris)
+        _check_sql_iri(f"{name}.sql: {slot}", value)
+    text = _substitute(f"{name}.sql", _sql_text(name), iris)
     return [statement.strip() for statement in text.split(";\n") if statement.strip()]
+
+
+def sql_procedure(name: str) -> list[str]:
+    """The statements of `name.sql` that creates stored procedures: a procedure body has `;`s of its
+    own, so statements there end with a line holding only `;`."""
+    return [statement.strip() for statement in _sql_text(name).split("\n;\n") if statement.strip()]
+
+
+def sql_call(procedure: str, *iris: str) -> str:
+    """A call of a stored procedure with IRIs as its arguments, each one checked to need no quoting."""
+    for i, value in enumerate(iris):
+        _check_sql_iri(f"{procedure} argument {i + 1}", value)
+    return f"{procedure} (" + ", ".join(f"'{value}'" for value in iris) + ")"
+
+
+def _sql_text(name: str) -> str:
+    text = resources.files(__package__).joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+
+
+def _check_sql_iri(where: str, value: str) -> None:
+    if not _SQL_SAFE_IRI.match(value):
+        raise StoreError(f"{where}: IRI {value!r} cannot be written into SQL")
 
 
 def graph_terms(ns: KGNamespace) -> dict[str, SparqlTerm]:

@@ -34,7 +34,7 @@ from kgqa.core.inflight import OneInFlight
 from kgqa.core.namespace import vocab
 from kgqa.sparql import escape, virtuoso_app
 from kgqa.sparql.endpoint import KEYS_INDEX_MARK, LABEL_KEYS, NORMALISED_LABEL, TEXT_INDEX_MARK, SparqlEndpointStore, label_keys_text
-from kgqa.sparql.queries import sql_statements
+from kgqa.sparql.queries import sql_call, sql_procedure, sql_statements
 from kgqa.sparql.writer import RdfWriter
 from kgqa.core.store import LoadState
 
@@ -209,8 +209,8 @@ class VirtuosoWriter(RdfWriter):
     def _recount(self) -> None:
         self._in_flight.wait()
         # In the database, in SQL: no million-row result crosses the wire or meets ResultSetMaxRows.
-        graphs = {"fanout": self.ns.fanout_graph, "fanin": self.ns.fanin_graph, "meta": self.ns.meta_graph, "data": self.ns.data_graph}
-        self.isql.run("log_enable(2, 1)", *sql_statements("virtuoso_counts", **graphs))
+        graphs = (self.ns.data_graph, self.ns.fanout_graph, self.ns.fanin_graph, self.ns.meta_graph)
+        self.isql.run(*sql_procedure("virtuoso_counts"), sql_call("DB.DBA.KGQA_COUNTS_1", *graphs))
 
     def _flush(self) -> None:
         self._in_flight.wait()

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from importlib import resources
 
 from kgqa.core.errors import StoreError
 from kgqa.core.labels import display_label
 from kgqa.sparql import escape
+from kgqa.sparql.queries import sql_procedure
 from kgqa.core.store import WholeRetrieval
 from kgqa.core.types import Edge
 
@@ -27,11 +27,8 @@ _UNESCAPED = {"\\": "\\", "t": "\t", "n": "\n"}
 
 
 def procedure_statements() -> list[str]:
-    """virtuoso_app.sql as isql statements (a procedure body has `;`s of its own, so statements
-    there end with a line holding only `;`)."""
-    text = resources.files(__package__).joinpath("virtuoso_app.sql").read_text(encoding="utf-8")
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
-    return [statement.strip() for statement in text.split("\n;\n") if statement.strip()]
+    """virtuoso_app.sql as isql statements."""
+    return sql_procedure("virtuoso_app")
 
 
 def topic_list(topics: Sequence[str]) -> escape.SparqlTerm:

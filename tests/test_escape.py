@@ -63,16 +63,21 @@ def test_iri_pairs_escape_every_iri_and_never_render_an_empty_block():
 def test_sql_statements_take_only_iris_that_need_no_quoting():
     from kgqa.core.errors import StoreError
     from kgqa.core.namespace import KGNamespace
-    from kgqa.sparql.queries import sql_statements
+    from kgqa.sparql.queries import sql_call, sql_statements
 
     ns = KGNamespace("metaqa")
     graphs = {"fanout": ns.fanout_graph, "fanin": ns.fanin_graph, "meta": ns.meta_graph, "data": ns.data_graph}
-    statements = sql_statements("virtuoso_counts", **graphs)
-    assert len(statements) == 6 and all(ns.data_graph in s or "DELETE" in s for s in statements)
+    terms = {"meta": ns.meta_graph, "labels": "urn:kgqa:vocab:normalisedLabel", "keys": "urn:kgqa:vocab:labelKeys"}
+    statements = sql_statements("virtuoso_text_index", **terms)
+    assert len(statements) == 4 and sum(ns.meta_graph in s for s in statements) == 2
     assert not any("{{" in s or s.startswith("--") for s in statements)
+    call = sql_call("DB.DBA.KGQA_COUNTS_1", *graphs.values())
+    assert call == "DB.DBA.KGQA_COUNTS_1 (" + ", ".join(f"'{g}'" for g in graphs.values()) + ")"
     for hostile in ("urn:x'); DELETE FROM DB.DBA.RDF_QUAD; --", "urn:a b", "urn:é"):
         with pytest.raises(StoreError, match="cannot be written into SQL"):
-            sql_statements("virtuoso_counts", **{**graphs, "data": hostile})
+            sql_statements("virtuoso_text_index", **{**terms, "meta": hostile})
+        with pytest.raises(StoreError, match="cannot be written into SQL"):
+            sql_call("DB.DBA.KGQA_COUNTS_1", ns.data_graph, hostile)
 
 
 def test_render_union_sends_only_the_branches_asked_for_and_each_parses():
