@@ -142,7 +142,7 @@ FREEBASE = [  # no type relation, but Freebase property names say their subjects
 ]
 
 
-def test_freebase_property_names_type_their_subjects_and_the_store_types_the_rest(tmp_path):
+def test_freebase_property_names_type_their_subjects_and_objects_and_the_store_types_the_rest(tmp_path):
     from kgqa.core.namespace import KGNamespace
     from kgqa.retrieval.app import retrieve
     from kgqa.retrieval.store_url import open_store
@@ -152,8 +152,10 @@ def test_freebase_property_names_type_their_subjects_and_the_store_types_the_res
         sg = retrieve(store, [KGNamespace("fb").entity("Ann")], 2, 100)
         index = {label: i for i, label in enumerate(sg.node_labels)}
         types = {sg.node_labels[n]: ts for n, ts in node_types(sg)[0].items()}
-        assert types["Bob"] == ["person"] and types["Ruritania"] == ["country"] and types["Strelsau"] == ["location"]
-        assert "Zenda" not in types  # only the fact that reached it is in the subgraph
+        # subjects by their property's type, objects by what the property calls them
+        assert types["Bob"] == ["person", "spouse"] and types["Ruritania"] == ["containedby", "country", "nationality"]
+        assert types["Strelsau"] == ["capital", "location", "place of birth"]
+        assert types["Zenda"] == ["place of birth"]  # only the fact that reached it is in the subgraph
         scores = torch.zeros(sg.num_nodes)
         scores[index["Ann"]] = float("-inf")
         scores[index["Zenda"]], scores[index["Bob"]], scores[index["Ruritania"]] = 100.0, 80.0, 50.0
@@ -164,13 +166,15 @@ def test_freebase_property_names_type_their_subjects_and_the_store_types_the_res
             return sg.node_labels[int(torch.argmax(ranked))]
 
         alone, _ = demote_wrong_kind(scores, sg, probe, encoder)
-        assert first(alone) == "Zenda"  # untyped here, so never demoted; the husband is
-        assert alone[index["Bob"]] < alone[index["Ruritania"]]
+        assert first(alone) == "Ruritania"  # a birthplace and a spouse are no country
+        assert alone[index["Bob"]] < alone[index["Ruritania"]] and alone[index["Zenda"]] < alone[index["Ruritania"]]
         asked = store.round_trips
         typed, _ = demote_wrong_kind(scores, sg, probe, encoder, store)
-        assert first(typed) == "Ruritania" and store.round_trips == asked + 1  # Zenda is a location, by the store
+        assert first(typed) == "Ruritania" and store.round_trips == asked + 1
+        zenda = index["Zenda"]
+        assert node_types(sg, lambda: {zenda: ["/location/location/containedby"]})[0][zenda] == ["location", "place of birth"]
         assert store.subject_relations([KGNamespace("fb").entity("Zenda")]) == {
-            KGNamespace("fb").entity("Zenda"): ["/location/location/containedby"]}
+            KGNamespace("fb").entity("Zenda"): ["/location/location/containedby"]}  # the fact beyond the subgraph
         untouched = store.round_trips
         demote_wrong_kind(scores, sg, "who is something married to", encoder, store)  # no noun: no types read
         assert store.round_trips == untouched

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation, relation_description, relation_question, relation_words
+from kgqa.retrieval.relation_text import freebase_object_word, freebase_subject_type, readable_relation, relation_description, relation_question, relation_words
 
 
 @pytest.mark.parametrize("label, words", [
@@ -78,6 +78,16 @@ def test_relation_questions_follow_given_descriptions():
 ])
 def test_a_freebase_property_names_its_subjects_type(label, subject_type):
     assert freebase_subject_type(label) == subject_type
+
+
+@pytest.mark.parametrize("label, object_word", [
+    ("/people/person/employment_history./business/employment_tenure/company", "company"),  # the last property
+    ("/people/person/place_of_birth", "place of birth"),
+    ("/film/film/directed_by", "directed by"),
+    ("located_in", None),
+])
+def test_a_freebase_property_names_what_its_objects_are(label, object_word):
+    assert freebase_object_word(label) == object_word
 
 
 @pytest.mark.parametrize("label, words", [

@@ -66,6 +66,15 @@ def freebase_subject_type(label: str) -> str | None:
     return parts[-2].replace("_", " ") if len(parts) >= 3 else None
 
 
+def freebase_object_word(label: str) -> str | None:
+    """What a Freebase property calls its objects, the name of its (last) property in words:
+    "/people/person/employment_history./business/employment_tenure/company" → "company",
+    "/people/person/place_of_birth" → "place of birth"; None for a label that is no Freebase path."""
+    if not is_freebase_path(label):
+        return None
+    return label.strip().split("./")[-1].strip("/").split("/")[-1].replace("_", " ") or None
+
+
 @lru_cache(maxsize=1 << 14)  # every scored subgraph asks for its relations' texts again
 def readable_relation(label: str) -> str:
     """Lower-case words of a relation label, whatever its convention: Freebase paths, IRIs (their
