@@ -48,6 +48,7 @@ def subgraph(tmp_path_factory):
     ("what sort of movie is something", AskedKind("entity", "movie")),
     ("name the director of something", AskedKind("entity", "director")),
     ("who directed something", AskedKind("entity", None)),
+    ("where was the founder of something born", AskedKind("entity", None, place=True)),
     ("how many films did something direct", AskedKind("number", None)),
     ("what else did the director of something make", AskedKind(None, None)),
 ])
@@ -175,6 +176,8 @@ def test_freebase_property_names_type_their_subjects_and_objects_and_the_store_t
         assert node_types(sg, lambda: {zenda: ["/location/location/containedby"]})[0][zenda] == ["location", "place of birth"]
         assert store.subject_relations([KGNamespace("fb").entity("Zenda")]) == {
             KGNamespace("fb").entity("Zenda"): ["/location/location/containedby"]}  # the fact beyond the subgraph
+        where, _ = demote_wrong_kind(scores, sg, "where was something's husband born", encoder)
+        assert first(where) == "Zenda" and where[index["Bob"]] < where[index["Strelsau"]]  # a person is no "where"
         untouched = store.round_trips
         demote_wrong_kind(scores, sg, "who is something married to", encoder, store)  # no noun: no types read
         assert store.round_trips == untouched

@@ -69,6 +69,7 @@ class AskedKind:
 
     literal: str | None
     noun: str | None
+    place: bool = False  # "where …": whatever place it is, no person
 
 
 def asked_kind(probe: str) -> AskedKind:
@@ -86,7 +87,9 @@ def asked_kind(probe: str) -> AskedKind:
         return AskedKind("time", noun)
     if re.search(r"\bhow (?:many|much|tall|old|long|big|high)\b", text) or head in _NUMBER_WORDS:
         return AskedKind("number", noun)
-    if noun or _WHO.search(text) or re.search(r"^\W*where\b", text):
+    if re.search(r"^\W*where\b", text):
+        return AskedKind("entity", noun, place=True)
+    if noun or _WHO.search(text):
         return AskedKind("entity", noun)
     return AskedKind(None, None)
 
@@ -219,6 +222,25 @@ def _type_mismatch(sg: Subgraph, noun: str, encoder, subject_relations: SubjectR
     return mismatch
 
 
+def _persons(sg: Subgraph, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The typed nodes that are people: a type that reads as "person" (ROLE_MATCH_FLOOR) more than any
+    of its types reads as "place". "Where" may ask for a city, a country, a university or a company
+    ("where did X study / work"), never for a person: the founder is no answer to "where was the
+    founder of X born"."""
+    mismatch = np.zeros(sg.num_nodes, dtype=bool)
+    types, _ = node_types(sg, subject_relations)
+    if not types:
+        return mismatch
+    names = sorted({t for ts in types.values() for t in ts})
+    person, place = encoder.encode(["person", "place"])
+    vectors = encoder.encode(names)
+    as_person, as_place = dict(zip(names, (vectors @ person).tolist())), dict(zip(names, (vectors @ place).tolist()))
+    for node, ts in types.items():
+        most = max(as_person[t] for t in ts)
+        mismatch[node] = most >= ROLE_MATCH_FLOOR and max(as_place[t] for t in ts) < most
+    return mismatch
+
+
 def object_role(label: str) -> str:
     """What a relation's objects are called: "director" for `directed_by`, "genre" for `has_genre`,
     "starred actors", "release year"; a relation of no such word keeps its words ("located in")."""
@@ -262,6 +284,8 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         first, then = (by_type, by_role) if type_relations(sg) else (by_role, by_type)
         found = first()
         mismatch |= found if found.any() else then()
+    elif asked.place and encoder is not None:
+        mismatch |= _persons(sg, encoder, subject_relations)
     return mismatch
 
 
