@@ -1,6 +1,6 @@
 """Data, training and evaluation of KGFR's path reader (kgqa.methods.kgfr.path_reader).
 
-    python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N] [--lacking]
+    python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N] [--lacking] [--time-budget MIN]
     python bench/path_reader.py train --data DATA.jsonl... --out DIR [--time-budget MIN] [--epochs N] [--init DIR]
     python bench/path_reader.py eval --store URL --kg NAME --qa FILE[:HOP]... --reader DIR [--per-file N] [--topics gold|linked]
 
@@ -12,6 +12,8 @@ time), and each group's target: 1 for the groups whose reached set best matches 
 questions are ones the KG cannot answer (bench/lacking_questions.py): every target is 0, the row is
 marked "answerable": false, and the groups are the first MAX_GROUPS of those the reader reads at
 question time (`groups_read`), shortest first.
+A build appends to DATA.jsonl and goes on after the questions an earlier run wrote there (or left out:
+those get a `left_out` line), so a long build runs in pieces (--time-budget).
 
 `train` trains the reader listwise (softmax over a question's groups and its "no path reads it"
 option, cross-entropy with the target spread evenly over its best groups, or on that option for an
@@ -87,15 +89,29 @@ def build(args) -> None:  # type: ignore[no-untyped-def]
 
     store = open_store(args.store, args.kg)
     kgfr = KGFRAnswerer(store)
+    done = built_before(Path(args.out))
     written = missing = 0
     started = time.time()
-    with open(args.out, "w", encoding="utf-8") as out:
+    deadline = started + 60 * args.time_budget if args.time_budget else None
+    with open(args.out, "a", encoding="utf-8") as out:
+
+        def left_out(spec: str, qid: str) -> None:
+            nonlocal missing
+            out.write(json.dumps({"file": spec, "qid": qid, "left_out": True}) + "\n")
+            missing += 1
+
         for spec, examples in qa_files(args.qa, args.per_file, args.seed, args.part):
             for n, ex in enumerate(examples):
+                if (spec, ex.qid) in done:
+                    continue
+                if deadline is not None and time.time() > deadline:
+                    log(f"time budget spent: {written} written, {missing} left out this run; run the same command again to go on")
+                    return
+                out.flush()
                 found = store.resolve(list(ex.topics))
                 iris = [hits[0].entity.iri for hits in found.values() if hits]
                 if not iris:
-                    missing += 1
+                    left_out(spec, ex.qid)
                     continue
                 sg = retrieve(store, iris, kgfr.hops, kgfr.lam)
                 probe = gold_probe(ex.question, list(ex.topics))
@@ -108,13 +124,13 @@ def build(args) -> None:  # type: ignore[no-untyped-def]
                                               "target": [0.0] * len(groups), "answerable": False}) + "\n")
                         written += 1
                     else:
-                        missing += 1
+                        left_out(spec, ex.qid)
                     continue
                 gold = {i for i, label in enumerate(sg.node_labels) if label in set(ex.answers)}
                 groups = groups_for(sg, top + sorted(gold), MAX_GROUPS * 2)
                 quality = [f1(set(ends.tolist()), gold) for _, ends in groups]
                 if not gold or max(quality, default=0.0) == 0.0:
-                    missing += 1
+                    left_out(spec, ex.qid)
                     continue
                 # the best groups: the best F1, and the shortest among those (a longer walk that happens to
                 # reach the same answers — "in language → language of → release year" — is not the reading)
@@ -129,10 +145,29 @@ def build(args) -> None:  # type: ignore[no-untyped-def]
     log(f"{written} questions written to {args.out}; {missing} left out (no topic, or no group reaches an answer)")
 
 
+def built_before(path: Path) -> set[tuple[str, str]]:
+    """The (file, qid) pairs an earlier run of `build` wrote to `path`, written or left out, so that
+    a rerun goes on after them. A line cut short by a killed run is dropped (the file is rewritten
+    without it) and its question built again."""
+    if not path.exists():
+        return set()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows = []
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    if len(rows) < len(lines):
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    log(f"{path}: going on after {len(rows)} questions built before")
+    return {(r["file"], r["qid"]) for r in rows}
+
+
 def read_data(paths: list[str]) -> tuple[list[dict], list[dict]]:
     train, val = [], []
     for path in paths:
-        rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+        rows = [row for line in open(path, encoding="utf-8") if not (row := json.loads(line)).get("left_out")]
         train += [r for i, r in enumerate(rows) if i % 10 != 9]
         val += [r for i, r in enumerate(rows) if i % 10 == 9]
     return train, val
@@ -313,6 +348,7 @@ def main() -> int:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--part", choices=("train", "held-out", "all"), default="train")
     b.add_argument("--lacking", action="store_true", help="the questions have no answer in the KG (bench/lacking_questions.py)")
+    b.add_argument("--time-budget", type=float, default=None, help="minutes; the same command run again goes on where this one stopped")
     t = sub.add_parser("train")
     t.add_argument("--data", nargs="+", required=True)
     t.add_argument("--out", required=True)
