@@ -11,7 +11,9 @@ import pytest
 
 from kgqa.core.errors import KGQAError
 from kgqa.eval.synth import synthesise
-from kgqa.eval.synth.synonyms import RelationSynonyms
+from kgqa.eval.synth.phrasing import EVENT_KINDS, question_for_step, say_path
+from kgqa.eval.synth.synonyms import RelationSynonyms, event_wording
+from kgqa.eval.synth.walk import Step
 from kgqa.eval.synth.wordnet import WordNet, fetch, plural
 from kgqa.core.namespace import KGNamespace
 from kgqa.retrieval.relation_text import relation_words
@@ -111,8 +113,31 @@ def test_real_wordnet_and_encoder_read_the_film_sense_of_metaqas_relations(real_
     assert "plays and films" in found.senses["directed_by"].gloss
     assert ("passive", "made by") in found.alternatives["directed_by"]
     assert ("noun", "starred performers") in found.alternatives["starred_actors"]
+    assert ("when", "was released") in found.alternatives["release_year"]  # the event's verb, from WordNet
     for label, said in found.alternatives.items():  # the relation's kind of words, and a word of its own
+        said = [(kind, words) for kind, words in said if kind not in EVENT_KINDS]
         assert said and all(kind == relation_words(label)[0] and words != relation_words(label)[1] for kind, words in said), (label, said)
+
+
+def test_a_relation_naming_an_events_place_or_time_is_asked_with_the_events_verb(real_wordnet):
+    """"place of birth" → "where was X born" (WordNet derives "be born" from "birth"), "date of death" →
+    "when did X die" (no object: "did"), "date founded" keeps its participle; other nouns get none."""
+    said = {words: event_wording(real_wordnet, words) for words in
+            ("place of birth", "date of death", "initial release date", "date founded", "places lived location", "nationality", "year")}
+    assert said == {"place of birth": ("where", "was born"), "date of death": ("when", "did die"), "initial release date": ("when", "was released"),
+                    "date founded": ("when", "was founded"), "places lived location": None, "nationality": None, "year": None}
+    rng = random.Random(0)
+    spouse = Step("spouse", "/people/person/spouse_s./people/marriage/spouse", False)
+    born = Step("born", "/people/person/place_of_birth", False)
+    died = Step("died", "/people/person/date_of_death", False)
+    asked = {say_path((spouse, born), "Ann", False, rng, lambda label: ("where", "was born") if label == born.label else relation_words(label))
+             for _ in range(40)}
+    assert any(q.startswith("where was ann's spouse born") or q.startswith("where was the spouse of ann born") for q in map(str.lower, asked)), asked
+    assert all("born" in q and "spouse" in q for q in asked)
+    inverse = {question_for_step(Step("born", born.label, True), "Paris", rng, ("where", "was born")) for _ in range(20)}
+    assert inverse and all("born in paris" in q.lower() for q in inverse)
+    # a verb without an object has no inverse question: the relation's own words say it
+    assert "date of death" in question_for_step(Step("died", died.label, True), "1990", rng, ("when", "did die"))
 
 
 def test_questions_with_synonyms_keep_their_answers(demo_kg, real_wordnet):

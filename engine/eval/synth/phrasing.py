@@ -11,6 +11,9 @@ A relation's words fall in one of four kinds, each with its own phrases:
 - passive ("directed by"): "who directed X" (its inverse reading), "what was directed by X";
 - verb ("affects", "causes"): "what does X affect", "what affects X";
 - predicate ending in a preposition ("located in", "part of"): "what is X located in", "what is located in X".
+And two kinds of other words only (`synonyms.event_wording`), for a noun relation that names an event's
+place or time: "where" / "when" with the event's verb ("place of birth": "where was X born", "what
+was born in X"; "date of death": "when did X die").
 """
 
 from __future__ import annotations
@@ -36,8 +39,59 @@ def _base(verb: str) -> str:
     return verb[:-2] if verb.endswith(("sses", "shes", "ches", "xes")) else verb[:-1]
 
 
+EVENT_KINDS = ("where", "when")
+
+
+def _event(step: Step, words: Words | None) -> tuple[str, str, str] | None:
+    """(where|when, auxiliary, verb) of an event wording ("was", "born"; "did", "die"), else None."""
+    if words is None or words[0] not in EVENT_KINDS:
+        return None
+    aux, verb = words[1].split(" ", 1)
+    return words[0], aux, verb
+
+
+def _event_noun_phrase(step: Step, x: str, rng: random.Random, words: Words | None) -> str | None:
+    """"the place where X was born", "whatever was released in X"; None where only a past tense would
+    say it ("the place where X died")."""
+    event = _event(step, words)
+    if event is None or event[1] != "was":
+        return None
+    wh, _, verb = event
+    if step.inverse:
+        return rng.choice([f"whatever was {verb} in {x}", f"the ones {verb} in {x}"])
+    return rng.choice([f"the place where {x} was {verb}", f"where {x} was {verb}"] if wh == "where" else
+                      [f"the year {x} was {verb}", f"when {x} was {verb}"])
+
+
+def _event_question(step: Step, x: str, rng: random.Random, words: Words | None) -> str | None:
+    """"where was X born?", "when did X die?", "who was born in X?"; None for the inverse of a verb
+    without an object."""
+    event = _event(step, words)
+    if event is None:
+        return None
+    wh, aux, verb = event
+    if step.inverse:
+        if aux != "was":
+            return None
+        kind_of = answer_type(step)
+        which = f"which {kind_of}" if kind_of and rng.random() < 0.5 else rng.choice(["what", "who"])
+        return rng.choice([f"{which} was {verb} in {x}?", f"name something {verb} in {x}."])
+    at = "in which place" if wh == "where" else "in what year"
+    forms = [f"{at} {aux} {x} {verb}?"]
+    if wh == "where":  # "when was X released" is a MetaQA template
+        forms.append(f"where {aux} {x} {verb}?")
+    if aux == "was":
+        forms += [f"{x} was {verb} {wh}?", f"tell me {wh} {x} was {verb}."]
+    return rng.choice(forms)
+
+
 def noun_phrase(step: Step, x: str, rng: random.Random, words: Words | None = None) -> str:
     """The entities one step from `x` (itself a name or a noun phrase), as a noun phrase."""
+    if words is not None and words[0] in EVENT_KINDS:
+        said = _event_noun_phrase(step, x, rng, words)
+        if said is not None:
+            return said
+        words = None  # said with the relation's own words
     kind, w = words or relation_words(step.label)
     if kind == "noun":
         forms = [f"the {w} of {x}", f"{possessive(x)} {w}"] if not step.inverse else [f"whatever has {w} {x}", f"the things whose {w} is {x}"]
@@ -66,6 +120,8 @@ def else_question(step: Step, x: str, rng: random.Random, words: Words | None = 
     "Kismet's director also directed what?"; None for a step walked forwards."""
     if not step.inverse:
         return None
+    if (event := _event(step, words)) is not None:
+        return f"what else was {event[2]} in {x}?" if event[1] == "was" else None
     kind, w = words or relation_words(step.label)
     if kind == "noun":
         forms = [f"what else has {w} {x}?", f"which others have {w} {x}?", f"name other things with {w} {x}."]
@@ -89,6 +145,11 @@ def _be(predicate: str) -> str:
 
 def question_for_step(step: Step, x: str, rng: random.Random, words: Words | None = None) -> str:
     """A question whose answers are the entities one step from `x`."""
+    if words is not None and words[0] in EVENT_KINDS:
+        said = _event_question(step, x, rng, words)
+        if said is not None:
+            return said
+        words = None
     kind, w = words or relation_words(step.label)
     kind_of = answer_type(step)
     which = f"which {kind_of}" if kind_of and rng.random() < 0.5 else "what"

@@ -48,6 +48,8 @@ class RelationSynonyms:
                 sense, said = found
                 self.senses[label] = sense
                 self.alternatives[label] = said
+            if kind == "noun" and (event := event_wording(wordnet, text)):
+                self.alternatives.setdefault(label, []).append(event)
 
     def wording(self, label: str, rng: random.Random, share: float) -> tuple[str, str]:
         """The relation's own (kind, words), or with probability `share` one of its alternatives."""
@@ -107,6 +109,34 @@ class RelationSynonyms:
         if kind == "verb":
             return self.wordnet.third_person(lemma)
         return self.wordnet.past_participle(lemma)
+
+
+_PLACE, _TIME = {"place", "location"}, {"date", "year", "time"}
+
+
+def event_wording(wordnet: WordNet, words: str) -> tuple[str, str] | None:
+    """A noun relation that names the place or the time of an event, said with the event's verb:
+    "place of birth" → ("where", "was born"), "date of death" → ("when", "did die"), "release year"
+    → ("when", "was released"), "date founded" → ("when", "was founded"); the verb is the one WordNet
+    derives from the event's noun (`WordNet.event_verb`), passive where it takes an object. None for
+    any other relation, or an event noun with no verb. `phrasing` says these kinds."""
+    tokens = words.split()
+    if len(tokens) == 3 and tokens[1] == "of" and tokens[0] in _PLACE | _TIME:
+        head, event = tokens[0], tokens[2]  # "place of birth"
+    elif len(tokens) >= 2 and tokens[-1] in _PLACE | _TIME:
+        head, event = tokens[-1], tokens[-2]  # "initial release date", "birth place"
+    elif len(tokens) == 2 and tokens[0] in _TIME and tokens[1].endswith("ed") and wordnet.base_forms(tokens[1], "verb"):
+        return "when", f"was {tokens[1]}"  # "date founded": the participle is said as it is
+    else:
+        return None
+    wh = "where" if head in _PLACE else "when"
+    found = wordnet.event_verb(event) if not event.endswith("ed") else None  # "places lived location": no event noun
+    if found is None:
+        return None
+    verb, transitive = found
+    if verb.startswith("be "):
+        return wh, "was " + verb[3:]
+    return wh, f"was {wordnet.past_participle(verb)}" if transitive else f"did {verb}"
 
 
 def relation_words_kind(words: str) -> str:

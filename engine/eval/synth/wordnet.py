@@ -47,6 +47,11 @@ class Synset:
     lexfile: int = 0  # the lexicographer file: PERSON for a kind of person
     # derivationally related forms ("+" pointers) among nouns and verbs: (lemma here, offset, pos, lemma number there, from 1)
     derived: tuple[tuple[str, int, str, int], ...] = ()
+    frames: tuple[int, ...] = ()  # a verb's sentence frames ("Somebody ----s something" is 8)
+
+
+# WordNet's verb frames with an object: "Somebody ----s something", "… somebody", "… somebody something", …
+TRANSITIVE_FRAMES = frozenset({8, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 24, 25, 30, 31})
 
 
 @dataclass(frozen=True)
@@ -117,9 +122,26 @@ class WordNet:
             # "+ OFFSET POS SSTT": SS the source lemma's number here, TT the target's there (hex, from 1)
             related = [(lemmas[int(p[3][:2], 16) - 1], int(p[1]), POS_LETTER[p[2]], int(p[3][2:], 16))
                        for p in pointers if p[0] == "+" and p[2] in POS_LETTER]
+            at += 1 + 4 * len(pointers)
+            # a verb's frames: "f_cnt + f_num w_num …" after its pointers
+            frames = [int(fields[at + 2 + 3 * i]) for i in range(int(fields[at]))] if pos == "verb" and len(fields) > at else []
         except (IndexError, ValueError, KeyError):
             raise KGQAError(f"{path}: byte {offset} starts no synset") from None
-        return Synset(offset, pos, tuple(lemmas), gloss.strip(), tuple(hypernyms), tuple(hyponyms), int(fields[1]), tuple(related))
+        return Synset(offset, pos, tuple(lemmas), gloss.strip(), tuple(hypernyms), tuple(hyponyms), int(fields[1]), tuple(related), tuple(frames))
+
+    def event_verb(self, noun: str, senses: int = 2) -> tuple[str, bool] | None:
+        """The verb WordNet derives from `noun` itself among its first `senses` senses, and whether it
+        takes an object: "birth" → ("be born", False), "death" → ("die", False), "release" →
+        ("release", True), "burial" → ("bury", True); a "be …" lemma first; None where none is
+        derived ("nationality")."""
+        found: list[tuple[str, bool]] = []
+        for sense in self.synsets(noun, "noun")[:senses]:
+            for here, offset, pos, number in sense.derived:
+                if here == noun.lower() and pos == "verb":
+                    verb = self.synset(offset, "verb")
+                    found.append((verb.lemmas[number - 1], bool(TRANSITIVE_FRAMES & set(verb.frames))))
+        found.sort(key=lambda v: not v[0].startswith("be "))
+        return found[0] if found else None
 
     def agents(self, lemma: str, pos: str, senses: int = 2) -> list[tuple[str, str | None]]:
         """The people who do what `lemma` names, among its first `senses` senses, with the verb each
