@@ -8,8 +8,9 @@ Kinds a KG shows without a model:
   `/type/object/type`), the labels of a candidate's types, matched to the asked kind's words by the
   sentence encoder ("which film" against types "film", "person", "country"); where it has none but
   its relations are Freebase properties, the type each property's subjects have (the subject of
-  `/people/person/nationality` is a person, of `/location/country/capital` a country), for the
-  candidates that are the subject of some fact of the subgraph;
+  `/people/person/nationality` is a person, of `/location/country/capital` a country) and what its
+  last property calls its objects (a "company", a "profession", a "nationality"), for the
+  candidates that are an end of some fact of the subgraph;
 - roles: where the asked noun is what a relation's objects are called ("which actors" and
   `starred_actors`, "which genres" and `has_genre`), the candidates that are the object of no such
   relation in the subgraph (the films a "which actors has X directed" walks through).
@@ -17,8 +18,9 @@ A KG without types or such words (the scale KG's `located_in` holds cities and c
 tells a city from a country only through its paths, which the path reader reads
 (kgfr/path_reader.py); this gate adds what a pooled or per-hop cosine cannot be sure of.
 By literals and types, a candidate whose kind is unknown is never penalised; where the noun names a
-relation's objects, every candidate that is none of them is. The gate does nothing unless the
-subgraph holds candidates of both the asked and another kind."""
+relation's objects, every candidate that is none of them is. "Where" names no kind, but it never
+asks for a person: a person-typed candidate loses. The gate does nothing unless the subgraph holds
+candidates of both the asked and another kind."""
 
 from __future__ import annotations
 
