@@ -58,4 +58,7 @@ def _synonyms(graph, folder: Path | None):
     found = RelationSynonyms(open_wordnet(folder), [r.label for r in graph.relations()], TextEncoder().encode_bulk)
     said = ", ".join(f"{label}: {' / '.join(w for _, w in alternatives)}" for label, alternatives in found.alternatives.items())
     err.print(f"synonyms for {len(found.alternatives)} relations" + (f" ({said})" if said else ""), highlight=False)
+    if found.events:
+        events = ", ".join(f"{label}: {wh} … {words}" for label, (wh, words) in found.events.items())
+        err.print(f"asked with an event's verb: {len(found.events)} relations ({events})", highlight=False)
     return found

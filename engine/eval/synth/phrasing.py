@@ -59,8 +59,7 @@ def _event_noun_phrase(step: Step, x: str, rng: random.Random, words: Words | No
     wh, _, verb = event
     if step.inverse:
         return rng.choice([f"whatever was {verb} in {x}", f"the ones {verb} in {x}"])
-    return rng.choice([f"the place where {x} was {verb}", f"where {x} was {verb}"] if wh == "where" else
-                      [f"the year {x} was {verb}", f"when {x} was {verb}"])
+    return f"the place where {x} was {verb}" if wh == "where" else f"the year {x} was {verb}"
 
 
 def _event_question(step: Step, x: str, rng: random.Random, words: Words | None) -> str | None:

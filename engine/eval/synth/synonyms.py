@@ -39,6 +39,7 @@ class RelationSynonyms:
         words = {label: relation_words(label) for label in relation_labels}
         taken = {w for label in relation_labels for w in readable_relation(label).split()}  # every relation's words
         self.alternatives: dict[str, list[tuple[str, str]]] = {}
+        self.events: dict[str, tuple[str, str]] = {}  # `event_wording`s: "where", "was born"
         self.senses: dict[str, Synset] = {}
         for label, (kind, text) in words.items():
             others = [t for other, (_, t) in words.items() if other != label][:MAX_CONTEXT]
@@ -49,13 +50,14 @@ class RelationSynonyms:
                 self.senses[label] = sense
                 self.alternatives[label] = said
             if kind == "noun" and (event := event_wording(wordnet, text)):
-                self.alternatives.setdefault(label, []).append(event)
+                self.events[label] = event
 
     def wording(self, label: str, rng: random.Random, share: float) -> tuple[str, str]:
-        """The relation's own (kind, words), or with probability `share` one of its alternatives."""
-        said = self.alternatives.get(label)
-        if said and rng.random() < share:
-            return rng.choice(said)
+        """The relation's own (kind, words), or with probability `share` other words: its event
+        wording where it has one (half the time where it has synonyms too), else a synonym."""
+        said, event = self.alternatives.get(label), self.events.get(label)
+        if (said or event) and rng.random() < share:
+            return event if event and (not said or rng.random() < 0.5) else rng.choice(said)  # type: ignore[arg-type]
         return relation_words(label)
 
     def _alternatives(self, kind: str, text: str, context: str, taken: set[str], encode: Encode) -> tuple[Synset, list[tuple[str, str]]] | None:
