@@ -288,7 +288,10 @@ def _nearest(pool: dict[str, list[tuple[str, str]]], encoder, threshold: float) 
     sims = encoder.encode(texts) @ encoder.encode(labels).T
     out = {}
     for t, text in enumerate(texts):
-        iri, label = min(pool[text], key=lambda pair: (-sims[t, row[pair[1]]], pair[0], pair[1]))  # ties: the first IRI
+        # ties: the first IRI. Cosines are compared to 5 decimals: labels the encoder reads alike ("William
+        # Dieterle", MetaQA's tag "william dieterle": one uncased text) differ only by float noise, which
+        # the batch each was encoded in decides
+        iri, label = min(pool[text], key=lambda pair: (-round(float(sims[t, row[pair[1]]]), 5), pair[0], pair[1]))
         if sims[t, row[label]] >= threshold:
             out[text] = (iri, label, float(sims[t, row[label]]))
     return out
