@@ -42,7 +42,7 @@ def _base(verb: str) -> str:
 EVENT_KINDS = ("where", "when")
 
 
-def _event(step: Step, words: Words | None) -> tuple[str, str, str] | None:
+def _event(words: Words | None) -> tuple[str, str, str] | None:
     """(where|when, auxiliary, verb) of an event wording ("was", "born"; "did", "die"), else None."""
     if words is None or words[0] not in EVENT_KINDS:
         return None
@@ -53,7 +53,7 @@ def _event(step: Step, words: Words | None) -> tuple[str, str, str] | None:
 def _event_noun_phrase(step: Step, x: str, rng: random.Random, words: Words | None) -> str | None:
     """"the place where X was born", "whatever was released in X"; None where only a past tense would
     say it ("the place where X died")."""
-    event = _event(step, words)
+    event = _event(words)
     if event is None or event[1] != "was":
         return None
     wh, _, verb = event
@@ -65,7 +65,7 @@ def _event_noun_phrase(step: Step, x: str, rng: random.Random, words: Words | No
 def _event_question(step: Step, x: str, rng: random.Random, words: Words | None) -> str | None:
     """"where was X born?", "when did X die?", "who was born in X?"; None for the inverse of a verb
     without an object."""
-    event = _event(step, words)
+    event = _event(words)
     if event is None:
         return None
     wh, aux, verb = event
@@ -119,7 +119,7 @@ def else_question(step: Step, x: str, rng: random.Random, words: Words | None = 
     "Kismet's director also directed what?"; None for a step walked forwards."""
     if not step.inverse:
         return None
-    if (event := _event(step, words)) is not None:
+    if (event := _event(words)) is not None:
         return f"what else was {event[2]} in {x}?" if event[1] == "was" else None
     kind, w = words or relation_words(step.label)
     if kind == "noun":

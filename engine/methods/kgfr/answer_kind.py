@@ -186,8 +186,8 @@ def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None) -> d
     "director" for `/film/film/directed_by`): from the subgraph's facts, and subject types from the
     relations `subject_relations` gives (node → relation labels). Objects count because many answers
     are only ever objects: a profession or an industry has no subject type, and was never demoted
-    ("in which country is the company X works for based" answered "surgeon": on the people-and-places
-    KG's 1/2/3-hop sets, bench/people_free_words.py, Hits@1 0.750/0.346/0.192 → 0.795/0.425/0.350)."""
+    ("in which country is the company X works for based" answered "surgeon"; measured in the README,
+    "What a Freebase property calls its objects")."""
     domains = [freebase_subject_type(label) for label in sg.relation_labels]
     if sg.num_edges == 0 or not any(domains):
         return {}
@@ -211,10 +211,7 @@ def _type_mismatch(sg: Subgraph, noun: str, encoder, subject_relations: SubjectR
     types, classes = node_types(sg, subject_relations)
     if not types:
         return mismatch
-    names = sorted({t for ts in types.values() for t in ts})
-    vectors = dict(zip(names, encoder.encode(names)))
-    [asked] = encoder.encode([noun])
-    best = {node: max(float(vectors[t] @ asked) for t in ts) for node, ts in types.items()}
+    best = _reads_as(types, noun, encoder)
     top = max(best.values())
     if top < TYPE_MATCH_FLOOR:  # no type of the subgraph is what the question asks for: the types say nothing
         return mismatch
@@ -233,14 +230,17 @@ def _persons(sg: Subgraph, encoder, subject_relations: SubjectRelations | None =
     types, _ = node_types(sg, subject_relations)
     if not types:
         return mismatch
-    names = sorted({t for ts in types.values() for t in ts})
-    person, place = encoder.encode(["person", "place"])
-    vectors = encoder.encode(names)
-    as_person, as_place = dict(zip(names, (vectors @ person).tolist())), dict(zip(names, (vectors @ place).tolist()))
-    for node, ts in types.items():
-        most = max(as_person[t] for t in ts)
-        mismatch[node] = most >= ROLE_MATCH_FLOOR and max(as_place[t] for t in ts) < most
+    person, place = _reads_as(types, "person", encoder), _reads_as(types, "place", encoder)
+    for node in types:
+        mismatch[node] = person[node] >= ROLE_MATCH_FLOOR and place[node] < person[node]
     return mismatch
+
+
+def _reads_as(types: dict[int, list[str]], noun: str, encoder) -> dict[int, float]:  # type: ignore[no-untyped-def]
+    """Each typed node → how much its best type reads like `noun` (cosine; the encoder caches texts)."""
+    names = sorted({t for ts in types.values() for t in ts})
+    similarity = dict(zip(names, (encoder.encode(names) @ encoder.encode([noun])[0]).tolist()))
+    return {node: max(similarity[t] for t in ts) for node, ts in types.items()}
 
 
 def object_role(label: str) -> str:
