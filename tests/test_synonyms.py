@@ -193,3 +193,24 @@ def test_lacking_questions_ask_for_people_in_their_words_never_in_the_kgs_own(re
     assert 5 <= len(said) <= 25, [q.question for q in worded]
     assert {q.path[0] for q in said} == set(candidates)
     assert not any("direct" in q.question.lower() for q in worded)
+
+
+def test_paths_steered_to_an_event_relation_end_in_it_and_say_its_verb(demo_kg, real_wordnet):
+    """`event_share`: the walks end in the relation with an event wording (the demo KG's release year),
+    walked forwards, asked with its verb ("… released"), and still have an independent walk's answers."""
+    store, triples = demo_kg
+    ns = KGNamespace("demo")
+    found = RelationSynonyms(real_wordnet, [r.label for r in store.relations()], TextEncoder().encode_bulk)
+    steered = synthesise(store, 40, seed=2, hops=(2, 3), conjunctions=0.0, synonyms=found, synonym_share=0.0, event_share=1.0)
+    assert len(steered) == 40 and {q.hop for q in steered} == {2, 3}
+    assert all(q.path[-1] == "release_year" for q in steered), [q.path for q in steered]
+    assert all("released" in q.question for q in steered), [q.question for q in steered]
+    for q in steered:
+        expected = {q.topic_iris[0]}
+        for step in q.path:
+            expected = _walk(triples, expected, step, ns)
+        assert set(q.answer_iris) == expected - {q.topic_iris[0]}, q
+    uniform = synthesise(store, 40, seed=2, hops=(2, 3), conjunctions=0.0, synonyms=found, synonym_share=0.0)
+    assert sum(q.path[-1] == "release_year" for q in uniform) < 20
+    with pytest.raises(ValueError, match="event wording"):
+        synthesise(store, 5, event_share=0.5)  # no synonyms: no relation's event wording is known

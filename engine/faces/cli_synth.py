@@ -20,6 +20,7 @@ def synth(
     conjunctions: Annotated[float, typer.Option("--conjunctions", min=0.0, max=1.0, help="Share of two-topic questions")] = 0.15,
     max_answers: Annotated[int, typer.Option("--max-answers", min=1, help="Drop questions with more answers than this")] = 20,
     synonyms: Annotated[float, typer.Option("--synonyms", min=0.0, max=1.0, help="Share of relation mentions said with WordNet synonyms in the KG's sense (WordNet is fetched with apt-get download on first use)")] = 0.0,
+    events: Annotated[float, typer.Option("--events", min=0.0, max=1.0, help="Share of paths steered to end in a relation with an event wording (place of birth: 'where was X's spouse born'); needs --synonyms")] = 0.0,
     wordnet: Annotated[Path | None, typer.Option("--wordnet", help="A folder with WordNet 3.0's index.*/data.*/*.exc files (default: the cache)")] = None,
     store: StoreOpt = None,
     kg: KgOpt = None,
@@ -35,11 +36,11 @@ def synth(
         return
     try:
         graph = open_store(store or default_store_url(), kg)
-        said_otherwise = _synonyms(graph, wordnet) if synonyms > 0 else None
+        said_otherwise = _synonyms(graph, wordnet) if synonyms > 0 or events > 0 else None
         with progress_bar("questions", count) as bar:
             task = bar.add_task(f"questions from {graph.kg}", total=count)
             questions = synthesise(graph, count, seed, lengths, conjunctions, max_answers, progress=lambda n: bar.update(task, completed=n),
-                                   synonyms=said_otherwise, synonym_share=synonyms)
+                                   synonyms=said_otherwise, synonym_share=synonyms, event_share=events)
         write_jsonl(questions, out_file)
     except (KGQAError, ValueError, OSError) as exc:
         fail(str(exc))

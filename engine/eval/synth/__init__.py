@@ -15,6 +15,7 @@ from kgqa.core.store import GraphStore
 from kgqa.eval.synth.phrasing import Wording, finish, say_conjunction, say_path
 from kgqa.eval.synth.synonyms import RelationSynonyms
 from kgqa.eval.synth.walk import Walk, Walker
+from kgqa.retrieval.relation_text import relation_words
 
 PAGE = 5000
 
@@ -68,20 +69,26 @@ def _unambiguous(store: GraphStore, labels: dict[str, str], iris: Sequence[str])
 
 def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int] = (1, 2, 3), conjunctions: float = 0.15,
                max_answers: int = 20, progress: Callable[[int], None] | None = None, max_tries: int | None = None,
-               synonyms: RelationSynonyms | None = None, synonym_share: float = 0.5) -> list[SynthQuestion]:
+               synonyms: RelationSynonyms | None = None, synonym_share: float = 0.5, event_share: float = 0.0) -> list[SynthQuestion]:
     """`count` questions (fewer if the KG cannot give them within `max_tries` samples): a share
     `conjunctions` of two-topic questions, the rest paths with hop counts drawn evenly from `hops`.
     No question is asked twice. With `synonyms`, each relation is said in other words (WordNet's,
-    `kgqa.eval.synth.synonyms`) with probability `synonym_share`, where it has any."""
+    `kgqa.eval.synth.synonyms`) with probability `synonym_share`, where it has any; a share
+    `event_share` of the paths ends in a relation that has an event wording (`synonyms.events`:
+    "place of birth"), walked forwards and said with it ("where was X's spouse born"): uniform walks
+    reach those few relations too rarely to teach a reader the form."""
     if count < 0 or not 0 <= conjunctions <= 1 or not hops or any(h not in (1, 2, 3) for h in hops):
         raise ValueError("count must be >= 0, conjunctions in [0, 1], hops among 1, 2, 3")
-    if not 0 <= synonym_share <= 1:
-        raise ValueError(f"synonym_share must be in [0, 1], not {synonym_share}")
+    if not 0 <= synonym_share <= 1 or not 0 <= event_share <= 1:
+        raise ValueError(f"synonym_share and event_share must be in [0, 1], not {synonym_share}, {event_share}")
     rng = random.Random(seed)
     labels = entity_labels(store)
     if not labels:
         raise ValueError(f"KG {store.kg!r} has no entities: load it first")
     relation_labels = {r.iri: r.label for r in store.relations()}
+    events = frozenset(iri for iri, label in relation_labels.items() if synonyms and label in synonyms.events)
+    if event_share > 0 and not events:
+        raise ValueError(f"event_share {event_share}: no relation of KG {store.kg!r} has an event wording (synonyms are needed to find them)")
     named = sorted(_unambiguous(store, labels, sorted(i for i, label in labels.items() if not looks_like_id(label))))
     walker = Walker(store, named, relation_labels, rng, max_answers=max_answers)
     out: list[SynthQuestion] = []
@@ -91,7 +98,8 @@ def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int]
     while len(out) < count and tries < max_tries:
         tries += 1
         shape_and = rng.random() < conjunctions
-        walk = walker.conjunction() if shape_and else walker.path(rng.choice(list(hops)))
+        steered = not shape_and and rng.random() < event_share
+        walk = walker.conjunction() if shape_and else walker.path(rng.choice(list(hops)), last=events if steered else None)
         if walk is None or not all(t in usable for t in walk.topics):  # a conjunction's second topic may be unnamed
             continue
         key = (walk.topics, tuple(s.name for s in walk.steps))
@@ -99,6 +107,9 @@ def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int]
             continue
         seen.add(key)
         wording = (lambda label: synonyms.wording(label, rng, synonym_share)) if synonyms and synonym_share > 0 else None
+        if steered:
+            event_label, said = walk.steps[-1].label, wording
+            wording = lambda label: synonyms.events[label] if label == event_label else (said(label) if said else relation_words(label))  # noqa: E731
         out.append(_said(walk, labels, store, rng, wording))
         if progress:
             progress(len(out))

@@ -68,11 +68,15 @@ class Walker:
     def _step(self, relation: str, inverse: bool) -> Step:
         return Step(relation, self.labels.get(relation, relation), inverse)
 
-    def path(self, hops: int, topic: str | None = None) -> Walk | None:
+    def path(self, hops: int, topic: str | None = None, last: frozenset[str] | None = None) -> Walk | None:
+        """A walk of `hops` steps; with `last`, its final step is one of those relations walked forwards
+        (None where the walk's end has none)."""
         topic = topic or self.rng.choice(self.entities)
         frontier, steps = {topic}, []
-        for _ in range(hops):
+        for hop in range(hops):
             groups = _groups(self.store.expand(sorted(frontier), (), UNCAPPED))
+            if last is not None and hop == hops - 1:
+                groups = {key: tails for key, tails in groups.items() if key[0] in last and not key[1]}
             if not groups:
                 return None
             key = self.rng.choice(sorted(groups))
