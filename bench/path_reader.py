@@ -1,6 +1,6 @@
 """Data, training and evaluation of KGFR's path reader (kgqa.methods.kgfr.path_reader).
 
-    python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N] [--lacking] [--time-budget MIN]
+    python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N] [--lacking] [--hops N] [--time-budget MIN]
     python bench/path_reader.py train --data DATA.jsonl... --out DIR [--time-budget MIN] [--epochs N] [--init DIR]
     python bench/path_reader.py eval --store URL --kg NAME --qa FILE[:HOP]... --reader DIR [--per-file N] [--topics gold|linked]
 
@@ -113,7 +113,7 @@ def build(args) -> None:  # type: ignore[no-untyped-def]
                 if not iris:
                     left_out(spec, ex.qid)
                     continue
-                sg = retrieve(store, iris, kgfr.hops, kgfr.lam)
+                sg = retrieve(store, iris, args.hops or kgfr.hops, kgfr.lam)
                 probe = gold_probe(ex.question, list(ex.topics))
                 scores = kgfr.scorer.score(sg, ex.question, None, probe).scores
                 top = [int(i) for i in torch.argsort(scores, descending=True)[:TOP] if torch.isfinite(scores[i])]
@@ -349,6 +349,8 @@ def main() -> int:
     b.add_argument("--part", choices=("train", "held-out", "all"), default="train")
     b.add_argument("--lacking", action="store_true", help="the questions have no answer in the KG (bench/lacking_questions.py)")
     b.add_argument("--time-budget", type=float, default=None, help="minutes; the same command run again goes on where this one stopped")
+    b.add_argument("--hops", type=int, default=None,
+                   help="APP hops of the subgraphs (default: the checkpoint's, 3): 2 for a big KG's 1- and 2-hop questions (FB15k-237's 3-hop subgraphs take seconds each)")
     t = sub.add_parser("train")
     t.add_argument("--data", nargs="+", required=True)
     t.add_argument("--out", required=True)
