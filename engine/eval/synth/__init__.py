@@ -106,14 +106,19 @@ def synthesise(store: GraphStore, count: int, seed: int = 0, hops: Sequence[int]
         if key in seen:
             continue
         seen.add(key)
-        wording = (lambda label: synonyms.wording(label, rng, synonym_share)) if synonyms and synonym_share > 0 else None
-        if steered:
-            event_label, said = walk.steps[-1].label, wording
-            wording = lambda label: synonyms.events[label] if label == event_label else (said(label) if said else relation_words(label))  # noqa: E731
-        out.append(_said(walk, labels, store, rng, wording))
+        out.append(_said(walk, labels, store, rng, _wording(synonyms, synonym_share, rng, walk.steps[-1].label if steered else None)))
         if progress:
             progress(len(out))
     return out
+
+
+def _wording(synonyms: RelationSynonyms | None, share: float, rng: random.Random, event_label: str | None) -> Wording | None:
+    """How a walk's relations are said: `event_label` (a steered walk's last relation) with its event
+    wording, the others as `RelationSynonyms.wording` draws them (None: each in its own words)."""
+    if synonyms is None or (share == 0 and event_label is None):
+        return None
+    found = synonyms
+    return lambda label: found.events[label] if label == event_label else (found.wording(label, rng, share) if share > 0 else relation_words(label))
 
 
 def _said(walk: Walk, labels: dict[str, str], store: GraphStore, rng: random.Random, wording: Wording | None) -> SynthQuestion:
