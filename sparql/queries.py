@@ -80,11 +80,17 @@ def sql_procedure(name: str) -> list[str]:
     return [statement.strip() for statement in _sql_text(name).split("\n;\n") if statement.strip()]
 
 
-def sql_call(procedure: str, *iris: str) -> str:
-    """A call of a stored procedure with IRIs as its arguments, each one checked to need no quoting."""
-    for i, value in enumerate(iris):
-        _check_sql_iri(f"{procedure} argument {i + 1}", value)
-    return f"{procedure} (" + ", ".join(f"'{value}'" for value in iris) + ")"
+def sql_call(procedure: str, *args: str | int) -> str:
+    """A call of a stored procedure with IRIs (each one checked to need no quoting) and integers as its
+    arguments."""
+    texts = []
+    for i, value in enumerate(args):
+        if isinstance(value, int):
+            texts.append(str(int(value)))
+        else:
+            _check_sql_iri(f"{procedure} argument {i + 1}", value)
+            texts.append(f"'{value}'")
+    return f"{procedure} (" + ", ".join(texts) + ")"
 
 
 def _sql_text(name: str) -> str:

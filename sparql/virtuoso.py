@@ -40,6 +40,11 @@ from kgqa.core.store import LoadState
 
 CHUNK = 500_000  # quads per bulk-loader file
 CHECKPOINT_S = 600.0  # a load's longest stretch without a checkpoint (`checkpoint_s=` in the store URL)
+#: The limit of one isql call that works through a share of the whole KG (a relation's fan-out counts, the
+#: labels queued for the free-text index), where the session's 1,800 s is too short at 50M facts.
+LONG_CALL_S = 6 * 3600.0
+_RELATION_ROW = re.compile(r"KGQA_RELATION (\d+) (\S+)")
+_RELATIONS_ROW = re.compile(r"KGQA_RELATIONS (\d+)")
 log = logging.getLogger(__name__)
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
 _INDEXED_PREDICATES = (ox.NamedNode(NORMALISED_LABEL), ox.NamedNode(LABEL_KEYS))
@@ -57,15 +62,17 @@ class Isql:
         if self.binary is None:
             raise StoreError("Virtuoso's isql client (isql-vt) is missing: apt-get install virtuoso-opensource")
 
-    def run(self, *statements: str) -> str:
+    def run(self, *statements: str, timeout_s: float | None = None) -> str:
+        """`timeout_s`: this call's limit instead of the session's."""
         script = "\n".join(s.rstrip().rstrip(";") + ";" for s in statements) + "\n"
+        limit = self.timeout_s if timeout_s is None else timeout_s
         try:
             out = subprocess.run(
                 [self.binary, self.host_port, self.user, self.password, "VERBOSE=OFF", "BANNER=OFF", "PROMPT=OFF", "ECHO=OFF", "ERRORS=STDOUT"],
-                input=script.encode(), capture_output=True, timeout=self.timeout_s,
+                input=script.encode(), capture_output=True, timeout=limit,
             )
         except subprocess.TimeoutExpired as exc:
-            raise StoreError(f"isql to Virtuoso at {self.host_port} took over {self.timeout_s:.0f}s") from exc
+            raise StoreError(f"isql to Virtuoso at {self.host_port} took over {limit:.0f}s: {statements[-1][:200]}") from exc
         text = out.stdout.decode(errors="replace")
         if out.returncode != 0 or "*** Error" in text:
             raise StoreError(f"Virtuoso at {self.host_port} refused a statement: {text.strip()[-1500:]} {out.stderr.decode(errors='replace')[-300:]}")
@@ -207,10 +214,22 @@ class VirtuosoWriter(RdfWriter):
                 raise StoreError(f"Virtuoso's bulk loader rejected a batch: {out.strip()[-1000:]}")
 
     def _recount(self) -> None:
+        """In the database, in SQL (virtuoso_counts.sql): no million-row result crosses the wire or
+        meets ResultSetMaxRows. One isql call per relation, each with the long limit and a log line."""
         self._in_flight.wait()
-        # In the database, in SQL: no million-row result crosses the wire or meets ResultSetMaxRows.
-        graphs = (self.ns.data_graph, self.ns.fanout_graph, self.ns.fanin_graph, self.ns.meta_graph)
-        self.isql.run(*sql_procedure("virtuoso_counts"), sql_call("DB.DBA.KGQA_COUNTS_1", *graphs))
+        ns = self.ns
+        out = self.isql.run(*sql_procedure("virtuoso_counts"), sql_call("DB.DBA.KGQA_COUNTS_CLEAR", ns.fanout_graph, ns.fanin_graph, ns.meta_graph),
+                            timeout_s=LONG_CALL_S)
+        relations = [(int(number), iri) for number, iri in _RELATION_ROW.findall(out)]
+        total = _RELATIONS_ROW.search(out)
+        if total is None or int(total.group(1)) != len(relations):
+            raise StoreError(f"Virtuoso at {self.isql.host_port}: could not read KG {self.kg!r}'s relations for its fan-out counts: {out.strip()[-500:]}")
+        for i, (number, iri) in enumerate(relations, 1):
+            started = time.monotonic()
+            out = self.isql.run(sql_call("DB.DBA.KGQA_COUNTS_REL", ns.data_graph, ns.fanout_graph, ns.fanin_graph, ns.meta_graph, number),
+                                timeout_s=LONG_CALL_S)
+            log.info("Virtuoso at %s: KG %r's fan-out counts, relation %d of %d (%s) in %.1f s",
+                     self.isql.host_port, self.kg, i, len(relations), iri, time.monotonic() - started)
 
     def _flush(self) -> None:
         self._in_flight.wait()
@@ -236,7 +255,9 @@ class VirtuosoWriter(RdfWriter):
         """Index the label literals flagged since the last update. Asked unlogged, as the load's quads
         are (Virtuoso still logs part of it; a checkpoint follows)."""
         if self._text_indexed:
-            self.isql.run("log_enable(2, 1)", "DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ()")
+            started = time.monotonic()
+            self.isql.run("log_enable(2, 1)", "DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ()", timeout_s=LONG_CALL_S)
+            log.info("Virtuoso at %s: free-text index brought up to date in %.1f s", self.isql.host_port, time.monotonic() - started)
 
     def _key_quads(self, entity: ox.NamedNode, key: str) -> list[ox.Quad]:
         return [*super()._key_quads(entity, key), ox.Quad(entity, _INDEXED_PREDICATES[1], ox.Literal(label_keys_text(key)), self._meta)]

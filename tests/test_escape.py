@@ -71,13 +71,13 @@ def test_sql_statements_take_only_iris_that_need_no_quoting():
     statements = sql_statements("virtuoso_text_index", **terms)
     assert len(statements) == 4 and sum(ns.meta_graph in s for s in statements) == 2
     assert not any("{{" in s or s.startswith("--") for s in statements)
-    call = sql_call("DB.DBA.KGQA_COUNTS_1", *graphs.values())
-    assert call == "DB.DBA.KGQA_COUNTS_1 (" + ", ".join(f"'{g}'" for g in graphs.values()) + ")"
+    call = sql_call("DB.DBA.KGQA_COUNTS_REL", *graphs.values(), 42)
+    assert call == "DB.DBA.KGQA_COUNTS_REL (" + ", ".join(f"'{g}'" for g in graphs.values()) + ", 42)"
     for hostile in ("urn:x'); DELETE FROM DB.DBA.RDF_QUAD; --", "urn:a b", "urn:é"):
         with pytest.raises(StoreError, match="cannot be written into SQL"):
             sql_statements("virtuoso_text_index", **{**terms, "meta": hostile})
         with pytest.raises(StoreError, match="cannot be written into SQL"):
-            sql_call("DB.DBA.KGQA_COUNTS_1", ns.data_graph, hostile)
+            sql_call("DB.DBA.KGQA_COUNTS_REL", ns.data_graph, hostile)
 
 
 def test_render_union_sends_only_the_branches_asked_for_and_each_parses():

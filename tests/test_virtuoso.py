@@ -158,9 +158,9 @@ def test_the_app_procedure_is_created_again_once_the_loads_facts_and_counts_are_
     ran: list[str] = []
     real_run = Isql.run
 
-    def recording_run(self: Isql, *statements: str) -> str:
+    def recording_run(self: Isql, *statements: str, **limits: float) -> str:
         ran.extend(statements)
-        return real_run(self, *statements)
+        return real_run(self, *statements, **limits)
 
     monkeypatch.setattr(Isql, "run", recording_run)
     kb = tmp_path / "tiny.txt"
@@ -170,7 +170,7 @@ def test_the_app_procedure_is_created_again_once_the_loads_facts_and_counts_are_
     writer.close()
     creates = [i for i, text in enumerate(ran) if text.startswith("create procedure DB.DBA.KGQA_APP_1 (")]
     bulk_loads = [i for i, text in enumerate(ran) if text == "rdf_loader_run()"]
-    recounts = [i for i, text in enumerate(ran) if text.startswith("DB.DBA.KGQA_COUNTS_1 (")]
+    recounts = [i for i, text in enumerate(ran) if text.startswith("DB.DBA.KGQA_COUNTS_REL (")]
     assert len(creates) == 2 and bulk_loads and recounts
     assert creates[0] < bulk_loads[0] and creates[1] > max(bulk_loads + recounts)
     tiny = KGNamespace("tinyplans")
@@ -181,6 +181,29 @@ def test_the_app_procedure_is_created_again_once_the_loads_facts_and_counts_are_
     assert store.has_app_procedure and got.trace.round_trips == 1
     a, r, b, c = tiny.entity("a"), tiny.relation("r"), tiny.entity("b"), tiny.entity("c")
     assert {(a, r, False, b, 1), (b, r, False, c, 2)} <= got.edge_set() == want.edge_set()
+
+
+def test_the_recount_is_one_isql_call_per_relation_whatever_its_name(strict_virtuoso, caplog, tmp_path):
+    """One call per relation (at 50M facts one call for all passed the isql limit), each logged; a
+    relation is named to SQL by its IRI_ID number, so its IRI's characters (%-escapes, a quote) do
+    not matter."""
+    kb = tmp_path / "odd.txt"
+    kb.write_text("a|born in|b\na|it's|c\na|it's|d\ne|it's|c\n", encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger="kgqa.sparql.virtuoso"):
+        writer = open_writer(strict_virtuoso.writer_url, "oddrels")
+        load_file(writer, kb)
+        writer.close()
+    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "oddrels")
+    assert {r.label: r.facts for r in store.relations()} == {"born in": 1, "it's": 3}
+    assert sum("fan-out counts, relation" in m for m in caplog.messages) == 2
+    odd = KGNamespace("oddrels")
+    stored = {}
+    for graph, inverse in ((odd.fanout_graph, False), (odd.fanin_graph, True)):
+        for row in store._execute("stored_counts", f"SELECT ?e ?r ?n WHERE {{ GRAPH <{graph}> {{ ?e ?r ?n }} }}"):
+            stored[(row["e"], row["r"], inverse)] = int(row["n"])
+    a, c, e = odd.entity("a"), odd.entity("c"), odd.entity("e")
+    assert stored[(a, odd.relation("it's"), False)] == 2 and stored[(c, odd.relation("it's"), True)] == 2
+    assert stored[(a, odd.relation("born in"), False)] == 1 and stored[(e, odd.relation("it's"), False)] == 1 and len(stored) == 6
 
 
 # --- entity-label search through Virtuoso's free-text index (bif:contains) ---
@@ -395,9 +418,9 @@ def test_the_loader_adds_the_rule_before_the_first_batch_and_indexes_at_the_end(
     ran: list[str] = []
     real_run = Isql.run
 
-    def recording_run(self: Isql, *statements: str) -> str:
+    def recording_run(self: Isql, *statements: str, **limits: float) -> str:
         ran.extend(statements)
-        return real_run(self, *statements)
+        return real_run(self, *statements, **limits)
 
     monkeypatch.setattr(Isql, "run", recording_run)
     kb = tmp_path / "tiny.txt"

@@ -3,6 +3,7 @@ Neo4j database through Neo4j's offline importer (`--bulk HOME`)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,6 +14,14 @@ from kgqa.core.errors import KGQAError
 from kgqa.faces.cli_common import StoreOpt, err, fail, out
 from kgqa.loaders.load import DEFAULT_BATCH, FIRST_BATCH
 from kgqa.retrieval.store_url import default_store_url, open_writer
+
+
+class _StageLines(logging.Handler):
+    """A writer's INFO lines on stderr: what a load does after its last batch (Virtuoso's closing
+    text-index update and per-relation recount) can take many minutes at 50M facts."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(record.getMessage(), highlight=False)
 
 
 def _bar() -> Progress:
@@ -53,6 +62,9 @@ def load(
     from kgqa.loaders import load_file
 
     url = store or default_store_url()
+    stages = logging.getLogger("kgqa.sparql.virtuoso")
+    stages.setLevel(logging.INFO)
+    stages.addHandler(_StageLines(logging.INFO))
     try:
         writer = open_writer(url, kg)
         for i, (path, path_fmt) in enumerate(zip(paths, formats)):
