@@ -263,19 +263,14 @@ class VirtuosoWriter(RdfWriter):
         return [*super()._key_quads(entity, key), ox.Quad(entity, _INDEXED_PREDICATES[1], ox.Literal(label_keys_text(key)), self._meta)]
 
     def _index_label_keys(self) -> None:
-        """Virtuoso's free-text index over the KG's deletion keys, and its normalised labels where an
-        older kgqa loaded some (virtuoso_text_index.sql: the rules, which also index what was loaded
-        before, then the index brought up to date), and the meta graph's mark that it exists:
-        KEYS_INDEX_MARK where the KG had no labels yet (or had that mark: readers search the keys
-        alone, so the labels' rule is left out), else TEXT_INDEX_MARK (labels an older kgqa loaded
+        """Virtuoso's free-text index over the KG's normalised labels and their deletion keys
+        (virtuoso_text_index.sql: the rules, which also index what an older kgqa loaded, then the
+        index brought up to date), and the meta graph's mark that it exists: KEYS_INDEX_MARK where
+        the KG had no labels yet (or had that mark), else TEXT_INDEX_MARK (labels an older kgqa loaded
         have no keys: readers search them by wildcards). Idempotent. Where Virtuoso refuses (a loading
         user who may not add rules; a cluster), the load goes on with a warning and readers'
         `search_labels` says the KG has no label index."""
-        marks = self._read.label_index_marks()
-        fresh = KEYS_INDEX_MARK in marks or not self._read._select("has_labels")
         statements = sql_statements("virtuoso_text_index", meta=self.ns.meta_graph, labels=NORMALISED_LABEL, keys=LABEL_KEYS)
-        if fresh:  # searched by its keys alone (SparqlEndpointStore._search_rows): indexing the labels too only adds work
-            statements = [s for s in statements if NORMALISED_LABEL not in s]
         try:
             self.isql.run(*statements)
         except StoreError as exc:
@@ -284,6 +279,8 @@ class VirtuosoWriter(RdfWriter):
                         "fallbacks will be off for it: %s", self.isql.host_port, self.kg, exc)
             return
         self._text_indexed = True
+        marks = self._read.label_index_marks()
+        fresh = KEYS_INDEX_MARK in marks or not self._read._select("has_labels")
         mark = KEYS_INDEX_MARK if fresh else TEXT_INDEX_MARK
         if mark not in marks:
             self._add([ox.Quad(ox.NamedNode(self.ns.iri), ox.NamedNode(LABEL_TEXT_INDEX), ox.Literal(mark), ox.NamedNode(self.ns.meta_graph))], bulk=False)

@@ -7,8 +7,6 @@
 -- other rule covered these literals yet, Virtuoso first flags those already stored (a KG loaded by an
 -- older kgqa; every string of a Virtuoso 7 database has its RDF_OBJ row, so short ones too); it adds
 -- the rule only after that, so a load killed meanwhile does it again.
--- The writer leaves the labels' rule out for a KG it marks as searched by its keys alone (every KG
--- this kgqa loads first): only an older kgqa's labels, which have no keys, are searched as written.
 SELECT DB.DBA.RDF_OBJ_FT_RULE_ADD ('{{meta}}', '{{labels}}', 'kgqa');
 SELECT DB.DBA.RDF_OBJ_FT_RULE_ADD ('{{meta}}', '{{keys}}', 'kgqa-keys');
 -- Flagged literals wait in a queue that Virtuoso's scheduler indexes (a scheduled event every minute,

@@ -13,7 +13,7 @@ from kgqa.core.errors import NoLabelIndex, StoreError
 from kgqa.loaders import load_file
 from kgqa.core.namespace import KGNamespace
 from kgqa.sparql import virtuoso, virtuoso_app
-from kgqa.sparql.endpoint import APP_RECHECK_S, LABEL_KEYS, NORMALISED_LABEL, EndpointError, SparqlEndpointStore, contains_expression, label_keys_text
+from kgqa.sparql.endpoint import APP_RECHECK_S, EndpointError, SparqlEndpointStore, contains_expression, label_keys_text
 from kgqa.sparql.virtuoso import Isql, VirtuosoWriter
 from kgqa.sparql.writer import RdfWriter
 from kgqa.core.types import Edge
@@ -242,28 +242,15 @@ def names_kg(strict_virtuoso, tmp_path_factory):
             for name, fmt in files:
                 load_file(writer, folder / name, fmt)
             writer.close()
-        with pytest.MonkeyPatch.context() as patch:  # as a kgqa before deletion keys loaded it: no keys, its labels' rule
+        with pytest.MonkeyPatch.context() as patch:  # as a kgqa before deletion keys loaded it
             patch.setattr(VirtuosoWriter, "_key_quads", RdfWriter._key_quads)
             patch.setattr(virtuoso, "KEYS_INDEX_MARK", virtuoso.TEXT_INDEX_MARK)
-            strict_virtuoso.isql(f"DB.DBA.RDF_OBJ_FT_RULE_ADD ('{WILDCARDS.meta_graph}', '{NORMALISED_LABEL}', 'kgqa')")
             writer = open_writer(strict_virtuoso.writer_url, "names_wildcards")
             load_file(writer, folder / "kb.txt")
             writer.close()
         yield SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names")
     finally:
         strict_virtuoso.isql("DB.DBA.RDF_OBJ_FT_RULE_ADD (null, null, 'ALL')")
-
-
-def test_a_kg_this_kgqa_loads_first_has_only_its_keys_in_the_free_text_index(names_kg, strict_virtuoso):
-    """Searched by its deletion keys alone, a fresh KG's labels are left out of the index (the labels'
-    rule would only add work: at 50M facts the index updates were half the load); an older kgqa's
-    KG keeps its labels' rule, which its wildcard searches need."""
-    def rules(ns: KGNamespace) -> set[str]:
-        out = strict_virtuoso.isql(f"SELECT 'RULE', ROFR_P FROM DB.DBA.RDF_OBJ_FT_RULES WHERE ROFR_G = '{ns.meta_graph}'")
-        return {line.split()[1] for line in out.splitlines() if line.startswith("RULE ")}
-
-    assert rules(NAMES) == {LABEL_KEYS}
-    assert NORMALISED_LABEL in rules(WILDCARDS)
 
 
 def _expressions(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
@@ -444,7 +431,7 @@ def test_the_loader_adds_the_rule_before_the_first_batch_and_indexes_at_the_end(
     rules = [i for i, text in enumerate(ran) if "RDF_OBJ_FT_RULE_ADD" in text and "urn:kgqa:kg:tinytext:meta" in text]
     bulk_loads = [i for i, text in enumerate(ran) if text == "rdf_loader_run()"]
     updates = [i for i, text in enumerate(ran) if "VT_INC_INDEX_DB_DBA_RDF_OBJ" in text]
-    assert len(rules) == 1 and bulk_loads and rules[-1] < bulk_loads[0] and updates[-1] > bulk_loads[-1]  # the keys (a fresh KG)
+    assert len(rules) == 2 and bulk_loads and rules[-1] < bulk_loads[0] and updates[-1] > bulk_loads[-1]  # labels, keys
     store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "tinytext")
     assert _search_pairs(store.search_labels(["Michael Curtis"])["Michael Curtis"]) == [KGNamespace("tinytext").entity("Michael Curtiz")]
 
