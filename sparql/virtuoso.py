@@ -228,7 +228,7 @@ class VirtuosoWriter(RdfWriter):
             started = time.monotonic()
             out = self.isql.run(sql_call("DB.DBA.KGQA_COUNTS_REL", ns.data_graph, ns.fanout_graph, ns.fanin_graph, ns.meta_graph, number),
                                 timeout_s=LONG_CALL_S)
-            log.info("Virtuoso at %s: KG %r's fan-out counts, relation %d of %d (%s) in %.1f s",
+            log.info("Virtuoso at %s: fan-out counts of KG %s, relation %d of %d (%s) in %.1f s",
                      self.isql.host_port, self.kg, i, len(relations), iri, time.monotonic() - started)
 
     def _flush(self) -> None:

@@ -195,7 +195,7 @@ def test_the_recount_is_one_isql_call_per_relation_whatever_its_name(strict_virt
         writer.close()
     store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "oddrels")
     assert {r.label: r.facts for r in store.relations()} == {"born in": 1, "it's": 3}
-    assert sum("fan-out counts, relation" in m for m in caplog.messages) == 2
+    assert sum("fan-out counts of KG oddrels, relation" in m for m in caplog.messages) == 2
     odd = KGNamespace("oddrels")
     stored = {}
     for graph, inverse in ((odd.fanout_graph, False), (odd.fanin_graph, True)):
