@@ -226,8 +226,8 @@ class VirtuosoWriter(RdfWriter):
             raise StoreError(f"Virtuoso at {self.isql.host_port}: could not read KG {self.kg!r}'s relations for its fan-out counts: {out.strip()[-500:]}")
         for i, (number, iri) in enumerate(relations, 1):
             started = time.monotonic()
-            out = self.isql.run(sql_call("DB.DBA.KGQA_COUNTS_REL", ns.data_graph, ns.fanout_graph, ns.fanin_graph, ns.meta_graph, number),
-                                timeout_s=LONG_CALL_S)
+            self.isql.run(sql_call("DB.DBA.KGQA_COUNTS_REL", ns.data_graph, ns.fanout_graph, ns.fanin_graph, ns.meta_graph, number),
+                          timeout_s=LONG_CALL_S)
             log.info("Virtuoso at %s: fan-out counts of KG %s, relation %d of %d (%s) in %.1f s",
                      self.isql.host_port, self.kg, i, len(relations), iri, time.monotonic() - started)
 

@@ -5,6 +5,8 @@ ResultSetMaxRows (HTTP 200, X-SPARQL-MaxRows), and partial results when a query'
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -204,6 +206,18 @@ def test_the_recount_is_one_isql_call_per_relation_whatever_its_name(strict_virt
     a, c, e = odd.entity("a"), odd.entity("c"), odd.entity("e")
     assert stored[(a, odd.relation("it's"), False)] == 2 and stored[(c, odd.relation("it's"), True)] == 2
     assert stored[(a, odd.relation("born in"), False)] == 1 and stored[(e, odd.relation("it's"), False)] == 1 and len(stored) == 6
+
+
+def test_kgqa_load_prints_the_writers_closing_stages(strict_virtuoso, tmp_path):
+    """What a load does after its last batch (the index update, the recount per relation) runs for
+    many minutes at 50M facts: `kgqa load` says each step on stderr."""
+    kb = tmp_path / "stages.txt"
+    kb.write_text("a|r|b\nb|s|c\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "kgqa", "load", str(kb), "--kg", "stages", "--store", strict_virtuoso.writer_url],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "free-text index brought up to date in" in done.stderr
+    assert done.stderr.count("fan-out counts of KG stages, relation") == 2
 
 
 # --- entity-label search through Virtuoso's free-text index (bif:contains) ---

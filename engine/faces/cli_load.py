@@ -63,8 +63,9 @@ def load(
 
     url = store or default_store_url()
     stages = logging.getLogger("kgqa.sparql.virtuoso")
-    stages.setLevel(logging.INFO)
-    stages.addHandler(_StageLines(logging.INFO))
+    if not any(isinstance(h, _StageLines) for h in stages.handlers):  # once a process (tests call load many times)
+        stages.setLevel(logging.INFO)
+        stages.addHandler(_StageLines(logging.INFO))
     try:
         writer = open_writer(url, kg)
         for i, (path, path_fmt) in enumerate(zip(paths, formats)):
