@@ -41,7 +41,7 @@ from kgqa.core.store import LoadState
 CHUNK = 500_000  # quads per bulk-loader file
 CHECKPOINT_S = 600.0  # a load's longest stretch without a checkpoint (`checkpoint_s=` in the store URL)
 #: The limit of one isql call that works through a share of the whole KG (a relation's fan-out counts, the
-#: labels queued for the free-text index), where the session's 1,800 s is too short at 50M facts.
+#: labels queued for the free-text index): at 50M facts one of them passed the session's 1,800 s.
 LONG_CALL_S = 6 * 3600.0
 _RELATION_ROW = re.compile(r"KGQA_RELATION (\d+) (\S+)")
 _RELATIONS_ROW = re.compile(r"KGQA_RELATIONS (\d+)")

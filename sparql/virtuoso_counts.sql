@@ -7,13 +7,14 @@
 -- kgqa writer does): with G and P bound, each group-by reads one range of the P-first indexes, and
 -- no statement holds a hash of all the KG's (e, r) groups. The single GROUP BY S, P over a 50M-fact
 -- graph was still running after 15 minutes (2026-12-01).
--- Two procedures, one isql call each, so that no call runs for the whole recount (at 50M facts one
--- call for all relations passed the loader's 30-minute isql limit, 2026-12-02): KGQA_COUNTS_CLEAR
--- (fanout, fanin, meta) drops the old counts and returns the KG's relations (those its meta graph types
--- k:Relation, as every kgqa writer does), one row `KGQA_RELATION number IRI` each, then `KGQA_RELATIONS count`; KGQA_COUNTS_REL (data, fanout, fanin,
--- meta, relation) counts one of them, named by its IRI_ID number (no relation IRI is written into SQL,
--- whatever its characters), and returns its fact count. Autocommitted row by row and unlogged,
--- as the load's quads are (a rerun recounts: VirtuosoWriter says when).
+-- Two procedures, one isql call each, so that no call runs for the whole recount (a 50M-fact load's
+-- closing isql call, the recount or the last index update, passed the 30-minute limit, 2026-12-02):
+-- KGQA_COUNTS_CLEAR (fanout, fanin, meta) drops the old counts and returns the KG's relations (those
+-- its meta graph types k:Relation, as every kgqa writer does), one row `KGQA_RELATION number IRI`
+-- each, then `KGQA_RELATIONS count`; KGQA_COUNTS_REL (data, fanout, fanin, meta, relation) counts one
+-- of them, named by its IRI_ID number (no relation IRI is written into SQL, whatever its characters),
+-- and returns its fact count. Autocommitted row by row and unlogged, as the load's quads are (a rerun
+-- recounts: VirtuosoWriter says when).
 -- Statements end with a line holding only `;` (a procedure body has `;`s of its own).
 create procedure DB.DBA.KGQA_COUNTS_CLEAR (in fanout_graph varchar, in fanin_graph varchar, in meta_graph varchar)
 {

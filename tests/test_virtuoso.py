@@ -186,7 +186,7 @@ def test_the_app_procedure_is_created_again_once_the_loads_facts_and_counts_are_
 
 
 def test_the_recount_is_one_isql_call_per_relation_whatever_its_name(strict_virtuoso, caplog, tmp_path):
-    """One call per relation (at 50M facts one call for all passed the isql limit), each logged; a
+    """One call per relation (no closing call for the whole recount: at 50M facts one passed the isql limit), each logged; a
     relation is named to SQL by its IRI_ID number, so its IRI's characters (%-escapes, a quote) do
     not matter."""
     kb = tmp_path / "odd.txt"
