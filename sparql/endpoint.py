@@ -22,7 +22,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import urlencode, urlsplit
 
 from kgqa.core.errors import NoLabelIndex, StoreError
@@ -65,12 +65,21 @@ MIN_ALONE = 4
 WILDCARD_PREFIXES = ("short", "long", None)
 _FREE_TEXT_WORD = re.compile(r"[^\W_]+")  # letters and digits: the words of a normalised label
 NORMALISED_LABEL = vocab("normalisedLabel")
-#: A literal per label of an entity: its words' deletion keys (`label_keys_text`).
+#: A literal per label of an entity: its words' deletion keys (`label_keys_text`; KEYS_INDEX_MARK).
 LABEL_KEYS = vocab("labelKeys")
-#: The marks a loader leaves (`k:labelTextIndex`) that a KG's labels are in Virtuoso's free-text index;
-#: KEYS_INDEX_MARK: each label with its deletion keys too (see `kgqa.sparql.virtuoso`).
+#: A literal per label of an entity: its words, each after KEY_TOKEN (`label_words_text`; WORDS_INDEX_MARK).
+LABEL_WORDS = vocab("labelWords")
+#: A literal per word of the KG's labels, on the KG's node: its deletion keys (`word_keys_text`; WORDS_INDEX_MARK).
+WORD_KEYS = vocab("wordKeys")
+#: The marks a loader leaves (`k:labelTextIndex`) that a KG's labels are in Virtuoso's free-text index, and
+#: how (see `kgqa.sparql.virtuoso`): TEXT_INDEX_MARK, the normalised labels (searched by wildcards);
+#: KEYS_INDEX_MARK, each label with its words' deletion keys too; WORDS_INDEX_MARK, each label by its
+#: words and each word of the KG once by its deletion keys (what a load of a new KG writes).
 TEXT_INDEX_MARK = "virtuoso-free-text"
 KEYS_INDEX_MARK = "virtuoso-free-text deletion-keys"
+WORDS_INDEX_MARK = "virtuoso-free-text word-keys"
+#: Most words of the KG one edit from a word of a text that a label search asks for (exact first).
+MAX_NEAR_WORDS = 40
 #: Written before each deletion key, so that no key is a noise word of Virtuoso's text index ("the", "with").
 KEY_TOKEN = "kq"
 _WILDCARD_LIMIT = "FT038"  # Virtuoso: "wildcard has over 1000 matches" (7.2.5: over 100,000 words of the index)
@@ -184,7 +193,7 @@ class SparqlEndpointStore(SparqlReader):
         self.max_values = max_values
         self.url = query_url
         self.server_timeout_ms = server_timeout_ms
-        self._label_keys: bool | None = None  # whether the KG's labels have deletion keys (_searched_by_keys)
+        self._label_marks: set[str] | None = None  # how the KG's labels are in the text index (_index_mark)
         self._http = HttpClient(query_url, timeout)
 
     @classmethod
@@ -253,9 +262,11 @@ class SparqlEndpointStore(SparqlReader):
     def search_labels(self, texts: Sequence[str], any_word: bool = False, limit: int = 50) -> dict[str, list[tuple[str, str]]]:
         """On Virtuoso, candidates through its free-text index of the KG's labels (the loader's rules;
         `kgqa.sparql.virtuoso`), SEARCH_BRANCHES (text, expression) pairs to a query
-        (search_labels_virtuoso.rq). Virtuoso's text queries have no fuzzy terms. A KG loaded with
-        deletion keys (`label_keys_text`) is searched through them: each word of a text by its own
-        keys, which a stored word one edit away shares. A KG an older kgqa loaded has none: each text
+        (search_labels_virtuoso.rq). Virtuoso's text queries have no fuzzy terms. A KG loaded today
+        has each word of its labels once with its deletion keys (`word_keys_text`): each word of a text
+        is looked up by its own keys, which a stored word one edit away shares (`_near_words`), and the
+        labels are then searched by the words found (`words_expression`). A KG loaded with deletion keys
+        per label (`label_keys_text`, kgqa of 2026-11) is searched through those. One an older kgqa loaded has none: each text
         is asked as `contains_expression` builds it, every word (as written, or by its leading
         letters: a typo past them), and every word but one (a typo anywhere in that one). With
         `any_word`, every word, and any word. The rows are then held to what the protocol promises:
@@ -280,7 +291,10 @@ class SparqlEndpointStore(SparqlReader):
             return super().search_labels(texts, any_word=any_word, limit=limit)
         asked = min(limit * SEARCH_OVERFETCH, SEARCH_ROWS)
         rows: list[Row] = []
-        if self._searched_by_keys():
+        mark = self._index_mark()
+        if mark == WORDS_INDEX_MARK:
+            rows = self._search_rows(searches, any_word, asked, "words", self._near_words([w for _, _, ws in searches for w in ws]))
+        elif mark == KEYS_INDEX_MARK:
             rows = self._search_rows(searches, any_word, asked, "keys")
         else:
             for prefix in WILDCARD_PREFIXES:
@@ -310,10 +324,10 @@ class SparqlEndpointStore(SparqlReader):
         """The loader's marks that this KG's labels are in Virtuoso's free-text index (`kgqa.sparql.virtuoso`)."""
         return {row["indexed"] for row in self._select("label_index_marks", kg=escape.iri(self.ns.iri)) if "indexed" in row}
 
-    def _searched_by_keys(self) -> bool:
-        """Whether this KG's labels have deletion keys in the index (asked once a store, once known),
-        else whether they are in the index at all (NoLabelIndex)."""
-        if self._label_keys is None:
+    def _index_mark(self) -> str:
+        """How this KG's labels are in the index (WORDS_INDEX_MARK, KEYS_INDEX_MARK or TEXT_INDEX_MARK;
+        asked once a store, once known), else NoLabelIndex."""
+        if self._label_marks is None:
             marks = self.label_index_marks()
             if not marks:  # asked again next time: a load may be adding the index now
                 raise NoLabelIndex(
@@ -321,22 +335,47 @@ class SparqlEndpointStore(SparqlReader):
                     f"kgqa, or Virtuoso refused the index rule then): run `kgqa load` of the same files with --kg {self.kg} "
                     f"--store virtuoso://HOST:SQLPORT?sparql={self.url}&load_dir=DIR once (it indexes the labels already "
                     "loaded and finds the files loaded)")
-            self._label_keys = KEYS_INDEX_MARK in marks
-        return self._label_keys
+            self._label_marks = marks
+        return next((mark for mark in (WORDS_INDEX_MARK, KEYS_INDEX_MARK) if mark in self._label_marks), TEXT_INDEX_MARK)
 
-    def _search_rows(self, searches: list[tuple[str, str, list[str]]], any_word: bool, asked: int, prefix: str | None) -> list[Row]:
+    def _near_words(self, words: Sequence[str]) -> dict[str, list[str]]:
+        """Each of `words` (of MIN_FUZZY_WORD letters or more) → the words of the KG's labels as
+        written or one edit away, the word itself first, at most MAX_NEAR_WORDS: through the
+        deletion keys of the KG's words (search_words_virtuoso.rq), one branch a word."""
+        asked = [word for word in dict.fromkeys(words) if len(word) >= MIN_FUZZY_WORD]
+        branches = [{"t": escape.integer(t), "asked": escape.integer(SEARCH_ROWS // SEARCH_BRANCHES),
+                     "expression": escape.literal(contains_expression([word], prefix="keys"))} for t, word in enumerate(asked)]
+        near: dict[str, list[str]] = {word: [] for word in asked}
+        for start in range(0, len(branches), SEARCH_BRANCHES):
+            query = _repeated_branch("search_words_virtuoso", "match", branches[start : start + SEARCH_BRANCHES],
+                                     kg=escape.iri(self.ns.iri), **self._graphs)
+            self.round_trips += 1
+            for row in self._execute("search_words_virtuoso", query):
+                if "t" in row and "keys" in row:
+                    word = asked[int(row["t"])]
+                    stored = row["keys"].split(" ", 1)[0].removeprefix(KEY_TOKEN)
+                    if within_one_edit(word, stored) and stored not in near[word]:
+                        near[word].append(stored)
+        return {word: sorted(found, key=lambda other: (other != word, abs(len(other) - len(word)), other))[:MAX_NEAR_WORDS]
+                for word, found in near.items()}
+
+    def _search_rows(self, searches: list[tuple[str, str, list[str]]], any_word: bool, asked: int, prefix: str | None,
+                     near: dict[str, list[str]] | None = None) -> list[Row]:
         """The rows of search_labels_virtuoso.rq for every (text, expression), SEARCH_BRANCHES of them
-        to a query (fewer where they could bring over SEARCH_ROWS rows)."""
-        if prefix == "keys":  # keys find a typo in every word: every word but one would only add rows
+        to a query (fewer where they could bring over SEARCH_ROWS rows). `near`: with prefix `words`,
+        the KG's words near each word (`_near_words`)."""
+        if prefix in ("keys", "words"):  # keys find a typo in every word: every word but one would only add rows
             modes = ["every", "any"] if any_word else ["every"]
         else:
             modes = ["every", "any" if any_word else "all_but_one"]
-        searched = escape.iri(LABEL_KEYS if prefix == "keys" else NORMALISED_LABEL)
-        branches = [
-            {"t": escape.integer(t), "length": escape.integer(len(key)), "asked": escape.integer(asked),
-             "expression": escape.literal(contains_expression(words, mode, prefix))}
-            for t, (_, key, words) in enumerate(searches) for mode in modes[: 1 if len(words) == 1 else 2]
-        ]
+        searched = escape.iri({"keys": LABEL_KEYS, "words": LABEL_WORDS}.get(prefix or "", NORMALISED_LABEL))
+        branches = []
+        for t, (_, key, words) in enumerate(searches):
+            for mode in modes[: 1 if len(words) == 1 else 2]:
+                expression = words_expression(words, near or {}, mode) if prefix == "words" else contains_expression(words, mode, prefix)
+                if expression is not None:
+                    branches.append({"t": escape.integer(t), "length": escape.integer(len(key)), "asked": escape.integer(asked),
+                                     "expression": escape.literal(expression)})
         per_query = max(1, min(SEARCH_BRANCHES, SEARCH_ROWS // asked))
         rows: list[Row] = []
         for start in range(0, len(branches), per_query):
@@ -448,11 +487,41 @@ def contains_expression(words: Sequence[str], mode: str = "every", prefix: str |
             terms.append(f'("{word}" OR "{word[:letters]}*")')
         else:
             terms.append(f'"{word}"')
+    return _combined(terms, list(dict.fromkeys(words)), mode)
+
+
+def words_expression(words: Sequence[str], near: Mapping[str, Sequence[str]], mode: str = "every") -> str | None:
+    """A text query of Virtuoso's free-text language over the k:labelWords literals (`label_words_text`)
+    for labels that hold `every` (or `any`) one of `words` as written or as one of the KG's words
+    `near` it (`SparqlEndpointStore._near_words`; a word under MIN_FUZZY_WORD letters, as written):
+    ("kqkismet" OR "kqkismat") AND "kqran". None where no label can match: with `every`, a word
+    with no word of the KG near it; with `any`, none has. Longest words first (see contains_expression)."""
+    if mode not in ("every", "any"):
+        raise ValueError(f"no such free-text search mode for word keys: {mode!r}")
+    kept, terms = [], []
+    for word in sorted(dict.fromkeys(words), key=len, reverse=True):
+        if not isinstance(word, str) or not _FREE_TEXT_WORD.fullmatch(word):
+            raise ValueError(f"not a word of letters and digits for a free-text query: {word!r}")
+        stored = [word] if len(word) < MIN_FUZZY_WORD else list(dict.fromkeys(near.get(word, ())))
+        for other in stored:
+            if not _FREE_TEXT_WORD.fullmatch(other):
+                raise ValueError(f"not a word of letters and digits for a free-text query: {other!r}")
+        if stored:
+            keys = [f'"{KEY_TOKEN}{other}"' for other in stored]
+            kept.append(word)
+            terms.append(keys[0] if len(keys) == 1 else "(" + " OR ".join(keys) + ")")
+        elif mode == "every":
+            return None
+    return _combined(terms, kept, mode) if terms else None
+
+
+def _combined(terms: list[str], words: list[str], mode: str) -> str:
+    """The terms of `words` (one each, in order) joined as `mode` asks (see contains_expression)."""
     if mode == "every" or len(terms) == 1:
         return " AND ".join(terms)
     # a short word ("the", "of", "oz") is no match on its own where a longer one could be: alone, it
     # matches most labels, which the server would rank and the caller throw away
-    alone = [len(word) >= MIN_ALONE for word in dict.fromkeys(words)]
+    alone = [len(word) >= MIN_ALONE for word in words]
     if mode == "any":
         return " OR ".join(term for term, ok in zip(terms, alone) if ok or not any(alone))
     groups = [[j for j in range(len(terms)) if j != i] for i in range(len(terms))]
@@ -464,6 +533,18 @@ def label_keys_text(key: str) -> str:
     """The text of a label's k:labelKeys literal: the deletion keys of each word of its normalised
     form `key`, each written after KEY_TOKEN ("ran kismet" → "kqran kqan kqrn kqra kqkismet kqismet …")."""
     return " ".join(dict.fromkeys(KEY_TOKEN + k for word in key.split() for k in deletion_keys(word)))
+
+
+def label_words_text(key: str) -> str:
+    """The text of a label's k:labelWords literal: each word of its normalised form `key` once, after
+    KEY_TOKEN ("the ran oz" → "kqthe kqran kqoz"), so that no word is a noise word of the index."""
+    return " ".join(dict.fromkeys(KEY_TOKEN + word for word in key.split()))
+
+
+def word_keys_text(word: str) -> str:
+    """The text of a word's k:wordKeys literal: its deletion keys, the word's own first, each after
+    KEY_TOKEN ("ran" → "kqran kqan kqrn kqra")."""
+    return " ".join(KEY_TOKEN + key for key in deletion_keys(word))
 
 
 def holds_words(key_words: Sequence[str], words: Sequence[str], any_word: bool = False) -> bool:

@@ -33,7 +33,11 @@ from kgqa.core.errors import StoreError
 from kgqa.core.inflight import OneInFlight
 from kgqa.core.namespace import vocab
 from kgqa.sparql import escape, virtuoso_app
-from kgqa.sparql.endpoint import KEYS_INDEX_MARK, LABEL_KEYS, NORMALISED_LABEL, TEXT_INDEX_MARK, SparqlEndpointStore, label_keys_text
+from kgqa.core.labels import MIN_FUZZY_WORD
+from kgqa.sparql.endpoint import (
+    KEYS_INDEX_MARK, LABEL_KEYS, LABEL_WORDS, NORMALISED_LABEL, TEXT_INDEX_MARK, WORD_KEYS, WORDS_INDEX_MARK, SparqlEndpointStore,
+    label_keys_text, label_words_text, word_keys_text,
+)
 from kgqa.sparql.queries import sql_call, sql_procedure, sql_statements
 from kgqa.sparql.writer import RdfWriter
 from kgqa.core.store import LoadState
@@ -47,7 +51,13 @@ _RELATION_ROW = re.compile(r"KGQA_RELATION (\d+) (\S+)")
 _RELATIONS_ROW = re.compile(r"KGQA_RELATIONS (\d+)")
 log = logging.getLogger(__name__)
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
-_INDEXED_PREDICATES = (ox.NamedNode(NORMALISED_LABEL), ox.NamedNode(LABEL_KEYS))
+_INDEXED_PREDICATES = tuple(ox.NamedNode(iri) for iri in (NORMALISED_LABEL, LABEL_KEYS, LABEL_WORDS, WORD_KEYS))
+#: The (labels, keys) predicates whose literals the text index holds, by the KG's mark (virtuoso_text_index.sql).
+_INDEXED_BY_MARK = {WORDS_INDEX_MARK: (LABEL_WORDS, WORD_KEYS), KEYS_INDEX_MARK: (NORMALISED_LABEL, LABEL_KEYS),
+                    TEXT_INDEX_MARK: (NORMALISED_LABEL, LABEL_KEYS)}
+#: Words whose k:wordKeys literal a writer remembers having written (then forgets them all): a word
+#: written again is the same quad, which the store keeps once, so this only saves writing it.
+RECENT_WORDS = 200_000
 #: The meta graph's mark that the KG's labels are in Virtuoso's free-text index (its value names how:
 #: TEXT_INDEX_MARK or KEYS_INDEX_MARK); `SparqlEndpointStore.search_labels` finds nothing to search without it.
 LABEL_TEXT_INDEX = vocab("labelTextIndex")
@@ -130,6 +140,9 @@ class VirtuosoWriter(RdfWriter):
         self._checkpointed_at = time.monotonic()
         self._app_installed = False
         self._text_indexed = False
+        self._index_mark = WORDS_INDEX_MARK  # how this KG's labels are indexed (`_index_label_keys` reads it)
+        self._recent_words: set[str] = set()
+        self._kg_node = ox.NamedNode(self.ns.iri)
 
     @classmethod
     def from_url(cls, url: str, kg: str) -> "VirtuosoWriter":
@@ -260,17 +273,38 @@ class VirtuosoWriter(RdfWriter):
             log.info("Virtuoso at %s: free-text index brought up to date in %.1f s", self.isql.host_port, time.monotonic() - started)
 
     def _key_quads(self, entity: ox.NamedNode, key: str) -> list[ox.Quad]:
-        return [*super()._key_quads(entity, key), ox.Quad(entity, _INDEXED_PREDICATES[1], ox.Literal(label_keys_text(key)), self._meta)]
+        """With WORDS_INDEX_MARK, the label's words (`label_words_text`) and each word not written
+        lately with its deletion keys on the KG's node (`word_keys_text`): the index then holds the
+        deletion keys of each word of the KG once, not those of each word of each label. Else the
+        label's deletion keys (`label_keys_text`)."""
+        quads = super()._key_quads(entity, key)
+        if self._index_mark in (KEYS_INDEX_MARK, TEXT_INDEX_MARK):
+            return [*quads, ox.Quad(entity, _INDEXED_PREDICATES[1], ox.Literal(label_keys_text(key)), self._meta)]
+        quads.append(ox.Quad(entity, _INDEXED_PREDICATES[2], ox.Literal(label_words_text(key)), self._meta))
+        for word in dict.fromkeys(key.split()):
+            if len(word) >= MIN_FUZZY_WORD and word not in self._recent_words:
+                if len(self._recent_words) >= RECENT_WORDS:
+                    self._recent_words.clear()
+                self._recent_words.add(word)
+                quads.append(ox.Quad(self._kg_node, _INDEXED_PREDICATES[3], ox.Literal(word_keys_text(word)), self._meta))
+        return quads
 
     def _index_label_keys(self) -> None:
-        """Virtuoso's free-text index over the KG's normalised labels and their deletion keys
-        (virtuoso_text_index.sql: the rules, which also index what an older kgqa loaded, then the
-        index brought up to date), and the meta graph's mark that it exists: KEYS_INDEX_MARK where
-        the KG had no labels yet (or had that mark), else TEXT_INDEX_MARK (labels an older kgqa loaded
-        have no keys: readers search them by wildcards). Idempotent. Where Virtuoso refuses (a loading
-        user who may not add rules; a cluster), the load goes on with a warning and readers'
-        `search_labels` says the KG has no label index."""
-        statements = sql_statements("virtuoso_text_index", meta=self.ns.meta_graph, labels=NORMALISED_LABEL, keys=LABEL_KEYS)
+        """Virtuoso's free-text index over the KG's labels and deletion keys (virtuoso_text_index.sql:
+        the rules, which also index what an older kgqa loaded, then the index brought up to date), and
+        the meta graph's mark of how: WORDS_INDEX_MARK where the KG had no labels yet (or had that
+        mark); KEYS_INDEX_MARK where it had that one (a KG loaded by the kgqa of 2026-11 is loaded on
+        as it began); else TEXT_INDEX_MARK (labels an older kgqa loaded have no keys: readers search
+        them by wildcards). Idempotent. Where Virtuoso refuses (a loading user who may not add rules;
+        a cluster), the load goes on with a warning and readers' `search_labels` says the KG has no
+        label index."""
+        marks = self._read.label_index_marks()
+        if WORDS_INDEX_MARK in marks or not (marks or self._read._select("has_labels")):
+            self._index_mark = WORDS_INDEX_MARK
+        else:
+            self._index_mark = KEYS_INDEX_MARK if KEYS_INDEX_MARK in marks else TEXT_INDEX_MARK
+        labels, keys = _INDEXED_BY_MARK[self._index_mark]
+        statements = sql_statements("virtuoso_text_index", meta=self.ns.meta_graph, labels=labels, keys=keys)
         try:
             self.isql.run(*statements)
         except StoreError as exc:
@@ -279,11 +313,8 @@ class VirtuosoWriter(RdfWriter):
                         "fallbacks will be off for it: %s", self.isql.host_port, self.kg, exc)
             return
         self._text_indexed = True
-        marks = self._read.label_index_marks()
-        fresh = KEYS_INDEX_MARK in marks or not self._read._select("has_labels")
-        mark = KEYS_INDEX_MARK if fresh else TEXT_INDEX_MARK
-        if mark not in marks:
-            self._add([ox.Quad(ox.NamedNode(self.ns.iri), ox.NamedNode(LABEL_TEXT_INDEX), ox.Literal(mark), ox.NamedNode(self.ns.meta_graph))], bulk=False)
+        if self._index_mark not in marks:
+            self._add([ox.Quad(self._kg_node, ox.NamedNode(LABEL_TEXT_INDEX), ox.Literal(self._index_mark), self._meta)], bulk=False)
 
     def _install_app_procedure(self) -> None:
         """(Re)install kgqa's APP procedure, which readers call; where Virtuoso refuses, warn once."""

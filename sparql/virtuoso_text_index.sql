@@ -1,7 +1,8 @@
--- Loader only, over isql as a privileged user: Virtuoso's free-text index over a KG's normalised
--- labels and their deletion keys (the k:normalisedLabel and k:labelKeys literals of its meta graph),
--- which `SparqlEndpointStore.search_labels` queries with bif:contains. {{meta}}, {{labels}} and
--- {{keys}} are IRIs checked to need no SQL quoting.
+-- Loader only, over isql as a privileged user: Virtuoso's free-text index over a KG's labels and
+-- deletion keys, which `SparqlEndpointStore.search_labels` queries with bif:contains: the literals of
+-- its meta graph's {{labels}} and {{keys}} (k:labelWords and k:wordKeys for a KG loaded today;
+-- k:normalisedLabel and k:labelKeys for one loaded before; `kgqa.sparql.virtuoso._INDEXED_BY_MARK`).
+-- {{meta}}, {{labels}} and {{keys}} are IRIs checked to need no SQL quoting.
 -- The rules come before any batch is loaded: the bulk loader then flags each such literal for the
 -- index as it stores it, however short ("oz"). Adding one is idempotent (0: it was there). Where no
 -- other rule covered these literals yet, Virtuoso first flags those already stored (a KG loaded by an

@@ -15,7 +15,10 @@ from kgqa.core.errors import NoLabelIndex, StoreError
 from kgqa.loaders import load_file
 from kgqa.core.namespace import KGNamespace
 from kgqa.sparql import virtuoso, virtuoso_app
-from kgqa.sparql.endpoint import APP_RECHECK_S, EndpointError, SparqlEndpointStore, contains_expression, label_keys_text
+from kgqa.sparql.endpoint import (
+    APP_RECHECK_S, EndpointError, SparqlEndpointStore, contains_expression, label_keys_text, label_words_text, word_keys_text,
+    words_expression,
+)
 from kgqa.sparql.virtuoso import Isql, VirtuosoWriter
 from kgqa.sparql.writer import RdfWriter
 from kgqa.core.types import Edge
@@ -223,6 +226,7 @@ def test_kgqa_load_prints_the_writers_closing_stages(strict_virtuoso, tmp_path):
 # --- entity-label search through Virtuoso's free-text index (bif:contains) ---
 
 NAMES, TWIN, OLDER, WILDCARDS = KGNamespace("names"), KGNamespace("names_twin"), KGNamespace("older"), KGNamespace("names_wildcards")
+LABEL_KEYED = KGNamespace("names_label_keys")
 NAME_FACTS = [
     "Fog Over Frisco|has_tags|barbary coast",  # a label that is its own key first (not in the demo KG)
     "Kismet|directed_by|William Dieterle",
@@ -244,7 +248,9 @@ def _search_pairs(pairs: list[tuple[str, str]]) -> list[str]:
 def names_kg(strict_virtuoso, tmp_path_factory):
     """KG `names` (facts and a labels file) and KG `names_twin` (the same and one name of its own),
     loaded while Virtuoso's default rule that indexes every literal is off: only kgqa's rule indexes
-    their labels. The rule comes back at the end (it indexes everything again)."""
+    their labels. The rule comes back at the end (it indexes everything again). Also KG
+    `names_wildcards` as a kgqa before deletion keys loaded it, and `names_label_keys` as the kgqa
+    of 2026-11 did (deletion keys per label)."""
     folder = tmp_path_factory.mktemp("names")
     (folder / "kb.txt").write_text("\n".join(NAME_FACTS) + "\n", encoding="utf-8")
     (folder / "aliases.tsv").write_text("\n".join(NAME_ALIASES) + "\n", encoding="utf-8")
@@ -258,8 +264,13 @@ def names_kg(strict_virtuoso, tmp_path_factory):
             writer.close()
         with pytest.MonkeyPatch.context() as patch:  # as a kgqa before deletion keys loaded it
             patch.setattr(VirtuosoWriter, "_key_quads", RdfWriter._key_quads)
-            patch.setattr(virtuoso, "KEYS_INDEX_MARK", virtuoso.TEXT_INDEX_MARK)
+            patch.setattr(virtuoso, "WORDS_INDEX_MARK", virtuoso.TEXT_INDEX_MARK)
             writer = open_writer(strict_virtuoso.writer_url, "names_wildcards")
+            load_file(writer, folder / "kb.txt")
+            writer.close()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(virtuoso, "WORDS_INDEX_MARK", virtuoso.KEYS_INDEX_MARK)
+            writer = open_writer(strict_virtuoso.writer_url, "names_label_keys")
             load_file(writer, folder / "kb.txt")
             writer.close()
         yield SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names")
@@ -291,8 +302,25 @@ def test_a_typo_anywhere_in_a_word_is_found_by_its_deletion_keys_without_wildcar
     assert _search_pairs(found["Knoblock Edwadr"]) == [NAMES.entity("Edward Knoblock")]
     assert set(_search_pairs(found["Dieterle Wiliam"])[:2]) == {NAMES.entity("William Dieterle"), NAMES.entity("william dieterle")}
     assert _search_pairs(found["Kismet Kismet"]) == [NAMES.entity("Kismet")]
-    assert sent and all("<urn:kgqa:vocab:labelKeys> ?text" in line and "*" not in line for line in sent)
+    assert sent and all(("k:wordKeys ?keys" in line or "<urn:kgqa:vocab:labelWords> ?text" in line) and "*" not in line for line in sent)
     assert names_kg.search_labels(["Ksmiet", "Dieterle Villiem"], limit=10) == {"Ksmiet": [], "Dieterle Villiem": []}  # two edits
+
+
+def test_a_kg_loaded_with_deletion_keys_per_label_is_searched_by_them_and_stays_so(names_kg, strict_virtuoso, monkeypatch, tmp_path):
+    """The kgqa of 2026-11 indexed each label's deletion keys (k:labelKeys): such a KG is searched
+    through them, and a load into it by this kgqa goes on writing them."""
+    keyed = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_label_keys")
+    sent = _expressions(monkeypatch)
+    assert _search_pairs(keyed.search_labels(["Ksimet"], limit=5)["Ksimet"]) == [LABEL_KEYED.entity("Kismet")]
+    assert sent and all("<urn:kgqa:vocab:labelKeys> ?text" in line for line in sent)
+    kb = tmp_path / "more.txt"
+    kb.write_text("Casablanca|directed_by|Michael Curtiz\n", encoding="utf-8")
+    writer = open_writer(strict_virtuoso.writer_url, "names_label_keys")
+    load_file(writer, kb)
+    writer.close()
+    again = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_label_keys")
+    assert _search_pairs(again.search_labels(["Csaablanca"], limit=5)["Csaablanca"]) == [LABEL_KEYED.entity("Casablanca")]
+    assert "<urn:kgqa:vocab:labelKeys> ?text" in sent[-1]
 
 
 def test_a_kg_an_older_kgqa_loaded_without_keys_is_searched_by_wildcards_and_stays_so(names_kg, strict_virtuoso, monkeypatch, tmp_path):
@@ -316,7 +344,9 @@ def test_a_misspelt_name_is_found_through_the_free_text_index(names_kg):
     before = names_kg.round_trips
     texts = ["William Dieterel", "Kismit", "Edward Knoblok", "Zzyzx Qwerty", "ran", "barbary coast", "Dieterle", "Knoblock", "Kismet"]
     found = names_kg.search_labels(texts, limit=10)
-    assert names_kg.round_trips == before + 2  # 9 (text, expression) branches, SEARCH_BRANCHES = 8 to a query
+    # 13 words of 3 letters or more looked up by their keys, SEARCH_BRANCHES = 8 to a query; then the 8 texts
+    # whose every word is near a word of the KG ("Zzyzx Qwerty" asks nothing more), 8 to a query
+    assert names_kg.round_trips == before + 3
     assert (NAMES.entity("William Dieterle"), "William Dieterle") in found["William Dieterel"]  # a typo past the 4th letter
     assert _search_pairs(found["Kismit"]) == [NAMES.entity("Kismet")]  # one word: by its deletion keys
     assert _search_pairs(found["Edward Knoblok"]) == [NAMES.entity("Edward Knoblock")]
@@ -376,6 +406,13 @@ def test_the_free_text_expression_is_built_from_plain_words_only():
     assert contains_expression(["oz", "ran"], prefix="keys") == '("kqran" OR "kqan" OR "kqrn" OR "kqra") AND "kqoz"'  # longest first
     assert contains_expression(["aab"], prefix="keys") == '("kqaab" OR "kqab" OR "kqaa")'  # each key once
     assert label_keys_text("the ran oz") == "kqthe kqhe kqte kqth kqran kqan kqrn kqra kqoz"
+    assert label_words_text("the ran oz ran") == "kqthe kqran kqoz" and word_keys_text("ran") == "kqran kqan kqrn kqra"
+    near = {"kismit": ["kismet", "kismat"], "ran": ["ran"], "zzyzx": []}
+    assert words_expression(["ran", "kismit", "oz"], near) == '("kqkismet" OR "kqkismat") AND "kqran" AND "kqoz"'  # longest first
+    assert words_expression(["zzyzx", "ran"], near) is None  # no word of the KG near "zzyzx": no label has every word
+    assert words_expression(["zzyzx", "kismit", "oz"], near, "any") == '("kqkismet" OR "kqkismat")'  # "oz" alone would match most labels
+    with pytest.raises(ValueError):
+        words_expression(["kismit"], {"kismit": ['kismet" OR "x']})
     for bad in ["a*", '"a"', "a b", "(a)", "a-b", "a_b", "a'b", "~a", "a\nb", "", "a|b", "a&b", "a^2", "a~"]:
         with pytest.raises(ValueError):
             contains_expression(["kismet", bad])
