@@ -7,8 +7,8 @@ must see DIR (add `&server_dir=PATH` when it sees it under another path, as in a
 must be in the server's DirsAllowed; `&checkpoint_s=SECONDS` (default 600) bounds what a server crash
 mid-load can lose. Read with `sparql+http://HOST:HTTPPORT/sparql`.
 
-The writer also keeps Virtuoso's free-text index over the KG's normalised labels, which the reader's
-`search_labels` queries with `bif:contains`: the rule that indexes them is added when the writer
+The writer also keeps Virtuoso's free-text index over the KG's labels and its words' deletion keys
+(`_key_quads`), which the reader's `search_labels` queries with `bif:contains`: the rules are added when the writer
 opens, before any batch (virtuoso_text_index.sql), the meta graph then says so (`k:labelTextIndex`,
 what the reader checks), and the index is brought up to date at the end of each load.
 """
