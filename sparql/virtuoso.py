@@ -51,7 +51,8 @@ _RELATION_ROW = re.compile(r"KGQA_RELATION (\d+) (\S+)")
 _RELATIONS_ROW = re.compile(r"KGQA_RELATIONS (\d+)")
 log = logging.getLogger(__name__)
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
-_INDEXED_PREDICATES = tuple(ox.NamedNode(iri) for iri in (NORMALISED_LABEL, LABEL_KEYS, LABEL_WORDS, WORD_KEYS))
+_LABEL_KEYS, _LABEL_WORDS, _WORD_KEYS = ox.NamedNode(LABEL_KEYS), ox.NamedNode(LABEL_WORDS), ox.NamedNode(WORD_KEYS)
+_INDEXED_PREDICATES = (ox.NamedNode(NORMALISED_LABEL), _LABEL_KEYS, _LABEL_WORDS, _WORD_KEYS)
 #: The (labels, keys) predicates whose literals the text index holds, by the KG's mark (virtuoso_text_index.sql).
 _INDEXED_BY_MARK = {WORDS_INDEX_MARK: (LABEL_WORDS, WORD_KEYS), KEYS_INDEX_MARK: (NORMALISED_LABEL, LABEL_KEYS),
                     TEXT_INDEX_MARK: (NORMALISED_LABEL, LABEL_KEYS)}
@@ -59,7 +60,7 @@ _INDEXED_BY_MARK = {WORDS_INDEX_MARK: (LABEL_WORDS, WORD_KEYS), KEYS_INDEX_MARK:
 #: written again is the same quad, which the store keeps once, so this only saves writing it.
 RECENT_WORDS = 200_000
 #: The meta graph's mark that the KG's labels are in Virtuoso's free-text index (its value names how:
-#: TEXT_INDEX_MARK or KEYS_INDEX_MARK); `SparqlEndpointStore.search_labels` finds nothing to search without it.
+#: WORDS_INDEX_MARK, KEYS_INDEX_MARK or TEXT_INDEX_MARK); `SparqlEndpointStore.search_labels` finds nothing to search without it.
 LABEL_TEXT_INDEX = vocab("labelTextIndex")
 
 
@@ -279,14 +280,14 @@ class VirtuosoWriter(RdfWriter):
         label's deletion keys (`label_keys_text`)."""
         quads = super()._key_quads(entity, key)
         if self._index_mark in (KEYS_INDEX_MARK, TEXT_INDEX_MARK):
-            return [*quads, ox.Quad(entity, _INDEXED_PREDICATES[1], ox.Literal(label_keys_text(key)), self._meta)]
-        quads.append(ox.Quad(entity, _INDEXED_PREDICATES[2], ox.Literal(label_words_text(key)), self._meta))
+            return [*quads, ox.Quad(entity, _LABEL_KEYS, ox.Literal(label_keys_text(key)), self._meta)]
+        quads.append(ox.Quad(entity, _LABEL_WORDS, ox.Literal(label_words_text(key)), self._meta))
         for word in dict.fromkeys(key.split()):
             if len(word) >= MIN_FUZZY_WORD and word not in self._recent_words:
                 if len(self._recent_words) >= RECENT_WORDS:
                     self._recent_words.clear()
                 self._recent_words.add(word)
-                quads.append(ox.Quad(self._kg_node, _INDEXED_PREDICATES[3], ox.Literal(word_keys_text(word)), self._meta))
+                quads.append(ox.Quad(self._kg_node, _WORD_KEYS, ox.Literal(word_keys_text(word)), self._meta))
         return quads
 
     def _index_label_keys(self) -> None:

@@ -306,6 +306,16 @@ def test_a_typo_anywhere_in_a_word_is_found_by_its_deletion_keys_without_wildcar
     assert names_kg.search_labels(["Ksmiet", "Dieterle Villiem"], limit=10) == {"Ksmiet": [], "Dieterle Villiem": []}  # two edits
 
 
+def _loaded_on(server, folder, kg: str) -> SparqlEndpointStore:  # type: ignore[no-untyped-def]
+    """KG `kg` after this kgqa loaded one more fact into it ("Casablanca"), read by a fresh store."""
+    kb = folder / "more.txt"
+    kb.write_text("Casablanca|directed_by|Michael Curtiz\n", encoding="utf-8")
+    writer = open_writer(server.writer_url, kg)
+    load_file(writer, kb)
+    writer.close()
+    return SparqlEndpointStore.connect(server.sparql_url, kg)
+
+
 def test_a_kg_loaded_with_deletion_keys_per_label_is_searched_by_them_and_stays_so(names_kg, strict_virtuoso, monkeypatch, tmp_path):
     """The kgqa of 2026-11 indexed each label's deletion keys (k:labelKeys): such a KG is searched
     through them, and a load into it by this kgqa goes on writing them."""
@@ -313,12 +323,7 @@ def test_a_kg_loaded_with_deletion_keys_per_label_is_searched_by_them_and_stays_
     sent = _expressions(monkeypatch)
     assert _search_pairs(keyed.search_labels(["Ksimet"], limit=5)["Ksimet"]) == [LABEL_KEYED.entity("Kismet")]
     assert sent and all("<urn:kgqa:vocab:labelKeys> ?text" in line for line in sent)
-    kb = tmp_path / "more.txt"
-    kb.write_text("Casablanca|directed_by|Michael Curtiz\n", encoding="utf-8")
-    writer = open_writer(strict_virtuoso.writer_url, "names_label_keys")
-    load_file(writer, kb)
-    writer.close()
-    again = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_label_keys")
+    again = _loaded_on(strict_virtuoso, tmp_path, "names_label_keys")
     assert _search_pairs(again.search_labels(["Csaablanca"], limit=5)["Csaablanca"]) == [LABEL_KEYED.entity("Casablanca")]
     assert "<urn:kgqa:vocab:labelKeys> ?text" in sent[-1]
 
@@ -329,12 +334,7 @@ def test_a_kg_an_older_kgqa_loaded_without_keys_is_searched_by_wildcards_and_sta
     assert _search_pairs(older.search_labels(["Kismit"], limit=5)["Kismit"]) == [WILDCARDS.entity("Kismet")]
     assert older.search_labels(["Ksimet"], limit=5)["Ksimet"] == []  # the typo before the wildcard's 4 letters
     assert "<urn:kgqa:vocab:normalisedLabel> ?text" in sent[0] and "kism*" in sent[0]
-    kb = tmp_path / "more.txt"  # a load by this kgqa into it: its older labels have no keys, so wildcards still
-    kb.write_text("Casablanca|directed_by|Michael Curtiz\n", encoding="utf-8")
-    writer = open_writer(strict_virtuoso.writer_url, "names_wildcards")
-    load_file(writer, kb)
-    writer.close()
-    again = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "names_wildcards")
+    again = _loaded_on(strict_virtuoso, tmp_path, "names_wildcards")  # its older labels have no keys, so wildcards still
     assert _search_pairs(again.search_labels(["Kismit"], limit=5)["Kismit"]) == [WILDCARDS.entity("Kismet")]
     assert "<urn:kgqa:vocab:normalisedLabel> ?text" in sent[-1]
 
