@@ -235,3 +235,45 @@ def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
     # LeRoy directed Random Harvest alone, but directed_by is no one-to-one relation (Dieterle directed two):
     # the way back to the topic is walked on, as "the cast of the films of X's director" means
     assert groups["directed by → directed → starred actors"] == {"Ronald Colman"}
+
+
+def test_a_joint_reading_reorders_paths_and_leaves_the_no_path_margin_as_it_was(tmp_path, subgraph):
+    """The joint reading (question and path read together) is added to each path's score for the
+    ranking; the "no path" margin the calibration was fitted on is read from the scores without it.
+    It reads the hops in order and the question's tokens (not its padding), and is saved and loaded
+    with the reader; a reader without one ranks by its own scores."""
+    from kgqa.methods.kgfr.path_reader import JointReading
+
+    torch.manual_seed(1)
+    model = PathReaderModel(joint=JointReading(width=32, layers=1, heads=2))
+    with torch.no_grad():
+        model.lacks.weight.zero_()
+        model.lacks.bias.fill_(3.0)
+        model.joint.out.weight.normal_(0, 1.0)  # zero at initialisation: the reader's ranking as it was
+    model.eval()
+    model.save(tmp_path / "joint", ReaderConfig(1.0, 5, reads_lacking=True), {})
+    base_only = PathReaderModel()
+    base_only.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("joint.")})
+    base_only.save(tmp_path / "base", ReaderConfig(1.0, 5, reads_lacking=True), {})
+    encoder = RandomEncoder()
+    states = encoder.token_states(["q"])[0]
+    joint = PathReader(tmp_path / "joint").read(subgraph, "q", [], encoder, states)
+    base = PathReader(tmp_path / "base").read(subgraph, "q", [], encoder, states)
+    assert [text for text, _ in joint.groups] == [text for text, _ in base.groups] and len(base.groups) >= 3
+    moved = [j - b for (_, j), (_, b) in zip(joint.groups, base.groups)]
+    assert max(moved) - min(moved) > 0.05  # the joint reading changes the order, not just the level
+    assert joint.lacking == pytest.approx(base.lacking, abs=1e-5)
+    assert base.lacking == pytest.approx(3.0 - max(score for _, score in base.groups), abs=1e-4)
+    # the joint term reads the hops in order and ignores padding tokens
+    tokens, mask, relations, lengths, owner = inputs_for([1, 2, 3, 2])
+    with torch.no_grad():
+        ranked, plain = model.ranking(tokens, mask, relations, lengths, owner)
+        swapped = relations.clone()
+        swapped[1, [0, 1]] = relations[1, [1, 0]]
+        assert not torch.isclose(model.ranking(tokens, mask, swapped, lengths, owner)[0][1] - plain[1], ranked[1] - plain[1])
+        padded = tokens.clone()
+        padded[1, 5:] = 100.0
+        assert torch.isclose(model.ranking(padded, mask, relations, lengths, owner)[0][3], ranked[3], atol=1e-5)
+        loaded, _ = PathReaderModel.load(tmp_path / "joint")
+        assert torch.allclose(loaded.ranking(tokens, mask, relations, lengths, owner)[0], ranked, atol=1e-5)
+        assert PathReaderModel.load(tmp_path / "base")[0].joint is None
