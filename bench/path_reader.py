@@ -44,7 +44,7 @@ import torch
 
 from kgqa.loaders.qa import read_qa
 from kgqa.methods.kgfr.confidence import gold_probe, relation_probe
-from kgqa.methods.kgfr.path_reader import ARROW, MAX_GROUPS, JointReading, PathReaderModel, ReaderConfig, groups_for, groups_read, path_inputs, verbalise
+from kgqa.methods.kgfr.path_reader import ARROW, MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, groups_read, path_inputs, verbalise
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.linking import link_or_resolve
 from kgqa.retrieval.store_url import open_store
@@ -215,7 +215,7 @@ def _chunked(fn, items: list, size: int = 256) -> list:  # type: ignore[no-untyp
 
 def _options(model: PathReaderModel, inputs: tuple[torch.Tensor, ...], targets: list[torch.Tensor]) -> list[torch.Tensor]:
     """Each question's scores: its paths', then its "no path" option's."""
-    scores, _ = model.ranking(*inputs)
+    scores = model(*inputs)
     no_path = model.no_path(inputs[0], inputs[1])  # one row per question
     out, start = [], 0
     for i, target in enumerate(targets):
@@ -251,8 +251,6 @@ def accuracy(model: PathReaderModel, features: Features, rows: list[dict], batch
 def train(args) -> None:  # type: ignore[no-untyped-def]
     torch.manual_seed(args.seed)
     rows, val = read_data(args.data)
-    if args.joint:  # the joint reading ranks paths; the "no path" margin keeps the base's scores, so unanswerable rows teach it nothing
-        rows, val = [r for r in rows if r.get("answerable", True)], [r for r in val if r.get("answerable", True)]
     log(f"{len(rows)} training questions, {len(val)} validation")
     features = Features(rows + val)
     out = Path(args.out)
@@ -267,20 +265,8 @@ def train(args) -> None:  # type: ignore[no-untyped-def]
         state["init"] = args.init
         log(f"starting from {args.init}'s weights")
     lacking = any(not r.get("answerable", True) for r in rows)
-    trained = model.parameters()
-    if args.joint:
-        if model.joint is None:
-            if not args.init:
-                raise SystemExit("--joint trains a joint reading on top of a reader: give that reader with --init")
-            model.joint = JointReading(width=args.joint_width, layers=args.joint_layers)
-        lacking = _init_reads_lacking(Path(args.init or out))
-        for parameter in model.parameters():
-            parameter.requires_grad_(False)
-        for parameter in model.joint.parameters():
-            parameter.requires_grad_(True)
-        trained = model.joint.parameters()
     model.train()
-    optimiser = torch.optim.AdamW(trained, lr=args.lr, weight_decay=0.01)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     deadline = time.time() + 60 * args.time_budget if args.time_budget else None
     best = {"val_accuracy": state.get("val_accuracy", -1.0)}
 
@@ -291,8 +277,6 @@ def train(args) -> None:  # type: ignore[no-untyped-def]
             model.save(out, ReaderConfig(args.weight, TOP, lacking), {"training": state, "data": args.data})
         log(f"epoch {state['epoch']}: validation accuracy {accuracy_now} (best {best['val_accuracy']:.3f})")
 
-    if args.joint and state["epoch"] == 0:
-        log(f"the reader without a joint reading: validation accuracy {accuracy(model, features, val, 64)} (the bar)")
     rng = random.Random(args.seed)
     while state["epoch"] < args.epochs:
         order = list(range(len(rows)))
@@ -311,12 +295,6 @@ def train(args) -> None:  # type: ignore[no-untyped-def]
         if deadline and time.time() > deadline:
             log("time budget spent: run again to go on")
             return
-
-
-def _init_reads_lacking(folder: Path) -> bool:
-    """Whether the reader a joint reading is trained over reads unanswerable questions (kept: the joint
-    reading is trained on answerable ones only and leaves the "no path" option as it was)."""
-    return bool(json.loads((folder / "config.json").read_text()).get("reads_lacking", False))
 
 
 def evaluate(args) -> None:  # type: ignore[no-untyped-def]
@@ -384,10 +362,6 @@ def main() -> int:
     t.add_argument("--time-budget", type=float, default=None, help="minutes")
     t.add_argument("--init", default=None, help="a reader folder to start from (not resumed: its training state is not kept)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--joint", action="store_true",
-                   help="train a joint reading (question and path read together) over the --init reader, whose own weights stay as they are")
-    t.add_argument("--joint-width", type=int, default=128)
-    t.add_argument("--joint-layers", type=int, default=2)
     e = sub.add_parser("eval")
     e.add_argument("--store", required=True)
     e.add_argument("--kg", required=True)

@@ -169,7 +169,7 @@ class ReaderConfig:
 class Reading:
     """What the reader made of one question: each node a group reaches → its best group score, each
     group's text with its score, and `lacking`: the "no path reads it" score minus the best group's
-    score before the joint reading (None: a reader not trained for it, or no group to read)."""
+    (None: a reader not trained for it, or no group to read)."""
 
     best: dict[int, float]
     groups: list[tuple[str, float]]
@@ -180,70 +180,6 @@ def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
     """The query rows of a path of each length: length L owns rows L(L−1)/2 … L(L−1)/2 + L − 1."""
     start = lengths * (lengths - 1) // 2
     return start.unsqueeze(1) + torch.arange(MAX_PATH, device=lengths.device)  # rows past L belong to longer paths: masked
-
-
-class JointReading(torch.nn.Module):
-    """The question and the path read together: a small transformer decoder whose inputs are a
-    summary slot and the path's hops in order (each hop its relation text's vector plus a learned
-    position), attending to each other and across to the question's token vectors — a cross-encoder
-    over frozen vectors, so that "X's spouse" and "X's spouse's employer" differ by whether the
-    question holds words for the second hop *after* the first, which the per-hop cosines and the
-    coverage sum, each an average, do not weigh. Its output (the summary slot, read linearly; zero at
-    initialisation) is added to the path's score for the ranking only: the "no path" margin, which
-    the calibration was fitted on, keeps reading the scores without it (`PathReaderModel.forward`).
-    The question's keys and values are computed once per question, not once per path."""
-
-    def __init__(self, dim: int = 384, width: int = 128, layers: int = 2, heads: int = 4):
-        super().__init__()
-        self.width, self.heads = width, heads
-        self.question = torch.nn.Linear(dim, width)
-        self.hop = torch.nn.Linear(dim, width)
-        self.slots = torch.nn.Parameter(torch.randn(MAX_PATH + 1, width) * 0.02)  # the summary slot, then one per hop position
-        self.layers = torch.nn.ModuleList(_JointLayer(width, heads) for _ in range(layers))
-        self.out = torch.nn.Linear(width, 1)
-        torch.nn.init.zeros_(self.out.weight)
-        torch.nn.init.zeros_(self.out.bias)
-
-    def forward(self, tokens: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor, hops: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
-        """tokens [Q, T, d], mask [Q, T]; relations [B, P, d], hops [B, P] (True: a hop of the path),
-        owner [B] → a score per path [B]."""
-        memory = self.question(tokens)  # [Q, T, w]
-        x = torch.cat([self.slots[:1].expand(relations.shape[0], 1, -1), self.hop(relations) + self.slots[1:]], dim=1)  # [B, 1+P, w]
-        present = torch.cat([torch.ones_like(hops[:, :1]), hops], dim=1)
-        for layer in self.layers:
-            x = layer(x, present, memory, mask, owner)
-        return self.out(x[:, 0]).squeeze(-1)
-
-
-class _JointLayer(torch.nn.Module):
-    """Self-attention over the slots (padding hops masked), cross-attention to the question's tokens
-    (keys and values once per question, gathered per path), a feed-forward; pre-norm residuals."""
-
-    def __init__(self, width: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(width) for _ in range(3))
-        self.self_qkv = torch.nn.Linear(width, 3 * width)
-        self.self_out = torch.nn.Linear(width, width)
-        self.cross_q = torch.nn.Linear(width, width)
-        self.cross_kv = torch.nn.Linear(width, 2 * width)
-        self.cross_out = torch.nn.Linear(width, width)
-        self.ff = torch.nn.Sequential(torch.nn.Linear(width, 2 * width), torch.nn.GELU(), torch.nn.Linear(2 * width, width))
-
-    def _split(self, x: torch.Tensor) -> torch.Tensor:  # [N, S, w] → [N, h, S, w/h]
-        return x.view(x.shape[0], x.shape[1], self.heads, -1).transpose(1, 2)
-
-    def _merge(self, x: torch.Tensor) -> torch.Tensor:
-        return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)
-
-    def forward(self, x: torch.Tensor, present: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
-        f = torch.nn.functional
-        q, k, v = self._split(self.self_qkv(self.norms[0](x))).chunk(3, dim=-1)
-        x = x + self.self_out(self._merge(f.scaled_dot_product_attention(q, k, v, attn_mask=present[:, None, None, :])))
-        k, v = self._split(self.cross_kv(memory)).chunk(2, dim=-1)  # per question
-        q = self._split(self.cross_q(self.norms[1](x)))
-        x = x + self.cross_out(self._merge(f.scaled_dot_product_attention(q, k[owner], v[owner], attn_mask=mask[owner][:, None, None, :])))
-        return x + self.ff(self.norms[2](x))
 
 
 class PathReaderModel(torch.nn.Module):
@@ -265,9 +201,8 @@ class PathReaderModel(torch.nn.Module):
     The question is read once per question, the relation texts once per KG (cached): a question
     costs one encoder pass plus a few small matrix products."""
 
-    def __init__(self, dim: int = 384, joint: JointReading | None = None):
+    def __init__(self, dim: int = 384):
         super().__init__()
-        self.joint = joint  # None: a reader without joint reading ranks by the score above alone
         rows = MAX_PATH * (MAX_PATH + 1) // 2
         self.queries = torch.nn.Parameter(torch.randn(rows, dim) * 0.02)
         self.keys = torch.nn.Linear(dim, dim, bias=False)
@@ -299,15 +234,6 @@ class PathReaderModel(torch.nn.Module):
         coverage = _coverage(covering, path_mask, importance, relations, hops)
         return self.scale * cosines.sum(1) / lengths + length_score + self.cover_scale * coverage
 
-    def ranking(self, tokens: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor, lengths: torch.Tensor, owner: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the score each path's answers are ranked by, the score above): the two differ by the joint
-        reading where the reader has one."""
-        base = self(tokens, mask, relations, lengths, owner)
-        if self.joint is None:
-            return base, base
-        hops = torch.arange(MAX_PATH, device=tokens.device).unsqueeze(0) < lengths.unsqueeze(1)
-        return base + self.joint(tokens, mask, relations, hops, owner), base
-
     def no_path(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The score of "no path of the subgraph reads the question", per question [B]."""
         return self.lacks(_pooled(tokens, mask)).squeeze(1)
@@ -317,16 +243,15 @@ class PathReaderModel(torch.nn.Module):
 
         folder.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors"))
-        joint = {"joint": {"width": self.joint.width, "layers": len(self.joint.layers), "heads": self.joint.heads}} if self.joint is not None else {}
         (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, "reads_lacking": config.reads_lacking,
-                                                        **joint, **meta}, indent=2) + "\n")
+                                                        **meta}, indent=2) + "\n")
 
     @classmethod
     def load(cls, folder: Path) -> tuple["PathReaderModel", ReaderConfig]:
         from safetensors.torch import load_file
 
         spec = json.loads((folder / "config.json").read_text())
-        model = cls(joint=JointReading(**spec["joint"]) if "joint" in spec else None)
+        model = cls()
         state = load_file(str(folder / "model.safetensors"))
         missing = set(model.state_dict()) - set(state)
         if missing - LACKING_PARTS - COVERAGE_PARTS:  # a reader saved before the "no path" option or coverage lacks only those
@@ -389,8 +314,7 @@ class PathReader:
             [states] = encoder.token_states([probe])
         inputs = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
         with self._lock, torch.inference_mode():
-            ranked, base = self.model.ranking(*inputs)
-            scores, base_best = ranked.float().tolist(), float(base.max())
+            scores = self.model(*inputs).float().tolist()
             no_path = float(self.model.no_path(inputs[0], inputs[1])) if self.config.reads_lacking else None
         best: dict[int, float] = {}
         for (_, ends), score in zip(groups, scores):
@@ -398,7 +322,7 @@ class PathReader:
                 if score > best.get(node, -np.inf):
                     best[node] = score
         return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
-                       None if no_path is None else no_path - base_best)
+                       None if no_path is None else no_path - max(scores))
 
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
              states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
