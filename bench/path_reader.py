@@ -2,7 +2,6 @@
 
     python bench/path_reader.py build --store URL --kg NAME --qa FILE[:HOP]... --out DATA.jsonl [--per-file N] [--lacking] [--hops N] [--time-budget MIN]
     python bench/path_reader.py train --data DATA.jsonl... --out DIR [--time-budget MIN] [--epochs N] [--init DIR]
-    python bench/path_reader.py fit-composition --reader DIR --data DATA.jsonl...
     python bench/path_reader.py eval --store URL --kg NAME --qa FILE[:HOP]... --reader DIR [--per-file N] [--topics gold|linked]
 
 `build` retrieves each question's subgraph as kgfr does (bundled checkpoint's hops and λ; gold topics),
@@ -45,8 +44,7 @@ import torch
 
 from kgqa.loaders.qa import read_qa
 from kgqa.methods.kgfr.confidence import gold_probe, relation_probe
-from kgqa.methods.kgfr.path_reader import (ARROW, COMPOSED, MAX_GROUPS, MAX_PATH, PathReaderModel, ReaderConfig, composed_phrase, groups_for,
-                                          groups_read, path_inputs, verbalise)
+from kgqa.methods.kgfr.path_reader import ARROW, MAX_GROUPS, PathReaderModel, ReaderConfig, groups_for, groups_read, path_inputs, verbalise
 from kgqa.retrieval.app import retrieve
 from kgqa.retrieval.linking import link_or_resolve
 from kgqa.retrieval.store_url import open_store
@@ -299,66 +297,6 @@ def train(args) -> None:  # type: ignore[no-untyped-def]
             return
 
 
-def fit_composition(args) -> None:  # type: ignore[no-untyped-def]
-    """The composition read's (a_L, b_L) per path length (ReaderConfig.composition) for a trained
-    reader, kept frozen: a listwise fit over the data files' answerable questions, each file weighing
-    the same however many questions it holds, the phrase cosines taken as `PathReader.composed` takes
-    them (its COMPOSED best groups; the lowest of theirs for the others). Fit it on files the reader
-    did not train on, phrased by people where there are such: the reader already reads its own
-    training data, and what the phrase adds is for questions worded unlike it."""
-    from kgqa.retrieval.text import TextEncoder
-
-    folder = Path(args.reader)
-    model, config = PathReaderModel.load(folder)
-    encoder = TextEncoder()
-    sets = []
-    for path in args.data:
-        rows = [r for line in open(path, encoding="utf-8") if not (r := json.loads(line)).get("left_out") and r.get("answerable", True)]
-        features = Features(rows)
-        questions = dict(zip([r["q"] for r in rows], encoder.encode([r["q"] for r in rows])))
-        items = []
-        with torch.no_grad():  # not inference mode: the items feed the fit's autograd
-            for start in range(0, len(rows), 64):
-                part = rows[start : start + 64]
-                inputs, targets = features.batch(part)
-                for row, options in zip(part, _options(model, inputs, targets)):
-                    scores = options[:-1]
-                    order = torch.argsort(scores, descending=True)[:COMPOSED].tolist()
-                    cosines = encoder.encode([composed_phrase(row["paths"][i].split(ARROW)) for i in order]) @ questions[row["q"]]
-                    cosine = torch.full_like(scores, float(cosines.min()))
-                    cosine[order] = torch.from_numpy(cosines).float()
-                    lengths = torch.tensor([p.count(ARROW) for p in row["paths"]])
-                    items.append((scores.clone(), cosine, lengths, torch.tensor(row["target"], dtype=torch.float32)))
-        sets.append((path, items))
-        log(f"{path}: {len(items)} answerable questions")
-    weight, bias = torch.zeros(MAX_PATH, requires_grad=True), torch.zeros(MAX_PATH, requires_grad=True)
-    optimiser = torch.optim.Adam([{"params": [weight], "lr": 0.5}, {"params": [bias], "lr": 0.05}])
-
-    def ranked(scores: torch.Tensor, cosine: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return scores + weight[lengths] * cosine + bias[lengths] - bias[0]  # b_1 = 0: only differences rank
-
-    def hits(path_items: list) -> tuple[float, float]:
-        with torch.no_grad():
-            before = np.mean([float(t[int(torch.argmax(s))]) for s, c, l, t in path_items])
-            after = np.mean([float(t[int(torch.argmax(ranked(s, c, l)))]) for s, c, l, t in path_items])
-        return before, after
-
-    for _ in range(args.steps):
-        loss = sum(-(torch.log_softmax(ranked(s, c, l), 0) * t / t.sum()).sum() / len(items) for _, items in sets for s, c, l, t in items)
-        optimiser.zero_grad()
-        loss.backward()  # type: ignore[union-attr]
-        optimiser.step()
-    fitted = tuple((round(float(weight[i]), 4), round(float(bias[i] - bias[0]), 4)) for i in range(MAX_PATH))
-    for path, items in sets:
-        before, after = hits(items)
-        log(f"{path}: a best group ranked first {before:.3f} -> {after:.3f}")
-    spec = json.loads((folder / "config.json").read_text())
-    spec["composition"] = [list(pair) for pair in fitted]
-    spec["composition_fit"] = {"data": args.data, "steps": args.steps}
-    (folder / "config.json").write_text(json.dumps(spec, indent=2) + "\n")
-    log(f"{folder / 'config.json'}: composition (a_L, b_L) per length = {fitted}")
-
-
 def evaluate(args) -> None:  # type: ignore[no-untyped-def]
     from kgqa.methods.kgfr.answer import KGFRAnswerer
     from kgqa.methods.kgfr.path_reader import PathReader
@@ -424,10 +362,6 @@ def main() -> int:
     t.add_argument("--time-budget", type=float, default=None, help="minutes")
     t.add_argument("--init", default=None, help="a reader folder to start from (not resumed: its training state is not kept)")
     t.add_argument("--seed", type=int, default=0)
-    c = sub.add_parser("fit-composition")
-    c.add_argument("--reader", required=True, help="a reader folder; its config.json gets the fitted composition")
-    c.add_argument("--data", nargs="+", required=True, help="build files the reader did not train on")
-    c.add_argument("--steps", type=int, default=300)
     e = sub.add_parser("eval")
     e.add_argument("--store", required=True)
     e.add_argument("--kg", required=True)
@@ -439,7 +373,7 @@ def main() -> int:
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--part", choices=("train", "held-out", "all"), default="held-out")
     args = ap.parse_args()
-    {"build": build, "train": train, "fit-composition": fit_composition, "eval": evaluate}[args.command](args)
+    {"build": build, "train": train, "eval": evaluate}[args.command](args)
     return 0
 
 

@@ -8,8 +8,7 @@ import pytest
 import torch
 from conftest import subgraph_from_lines
 
-from kgqa.methods.kgfr.path_reader import (COMPOSED, PathReader, PathReaderModel, Reading, ReaderConfig, composed_phrase, groups_for, groups_read, path_groups,
-                                          path_inputs, verbalise)
+from kgqa.methods.kgfr.path_reader import PathReader, PathReaderModel, Reading, ReaderConfig, groups_for, groups_read, path_groups, path_inputs, verbalise
 
 LINES = [
     "Kismet|directed_by|William Dieterle",
@@ -69,7 +68,7 @@ def reader_with(reading: dict[str, float], weight: float, top: int) -> PathReade
     reader = PathReader.__new__(PathReader)
     reader.config = ReaderConfig(weight, top)
 
-    def read(sg, probe, top, encoder, states=None, probe_vector=None):  # type: ignore[no-untyped-def]
+    def read(sg, probe, top, encoder, states=None):  # type: ignore[no-untyped-def]
         best: dict[int, float] = {}
         read = []
         for seq, ends in groups_read(sg, top):
@@ -236,58 +235,3 @@ def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
     # LeRoy directed Random Harvest alone, but directed_by is no one-to-one relation (Dieterle directed two):
     # the way back to the topic is walked on, as "the cast of the films of X's director" means
     assert groups["directed by → directed → starred actors"] == {"Ronald Colman"}
-
-
-class TextSeededEncoder:
-    """A fixed random unit vector per text, the same whatever was encoded before."""
-
-    def encode(self, texts):  # type: ignore[no-untyped-def]
-        import zlib
-
-        vectors = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=384).astype(np.float32) for t in texts]
-        return np.stack([v / np.linalg.norm(v) for v in vectors])
-
-
-def test_the_composition_read_ranks_by_the_whole_path_said_as_a_phrase_and_leaves_declining_alone(tmp_path, subgraph):
-    """With (a_L, b_L) in its config, the reader's best groups also get a_L·cos(question, the path said
-    as one phrase) + b_L: a question whose vector is the phrase of "directed by → directed" ranks that
-    group first; the others take the lowest cosine of those read; the "no path" margin is the model's
-    own, as without it; the config round-trips and a malformed one is refused by name."""
-    model = PathReaderModel()
-    with torch.no_grad():
-        model.lacks.weight.zero_()
-        model.lacks.bias.fill_(2.0)
-    plain = tmp_path / "plain"
-    model.save(plain, ReaderConfig(1.0, 5, reads_lacking=True), {})
-    composed = tmp_path / "composed"
-    model.save(composed, ReaderConfig(1.0, 5, reads_lacking=True, composition=((1.0, 0.0), (50.0, -1.0), (1.0, 0.0))), {})
-    assert PathReaderModel.load(composed)[1].composition == ((1.0, 0.0), (50.0, -1.0), (1.0, 0.0))
-    probe = "what else did the director of something make"
-    wanted = composed_phrase(["directed by", "directed"])
-    assert wanted == "directed of the directed by"
-    encoder = TextSeededEncoder()
-    question = encoder.encode([wanted])[0]
-    states = np.random.default_rng(2).normal(size=(6, 384)).astype(np.float32)  # the same question tokens for both readers
-    before = PathReader(plain).read(subgraph, probe, [], encoder, states, probe_vector=question)
-    after = PathReader(composed).read(subgraph, probe, [], encoder, states, probe_vector=question)
-    raw, ranked = dict(before.groups), dict(after.groups)
-    assert max(ranked, key=ranked.get) == "directed by → directed"
-    best_raw = sorted(raw, key=raw.get, reverse=True)
-    if "directed by → directed" in best_raw[:COMPOSED]:
-        assert ranked["directed by → directed"] == pytest.approx(raw["directed by → directed"] + 50.0 - 1.0, abs=1e-4)
-    floor = min(float(encoder.encode([composed_phrase(t.split(" → "))])[0] @ question) for t in best_raw[:COMPOSED])
-    for text in best_raw[COMPOSED:]:
-        weight, bias = ((1.0, 0.0), (50.0, -1.0), (1.0, 0.0))[text.count(" → ")]
-        assert ranked[text] == pytest.approx(raw[text] + weight * floor + bias, abs=1e-4)
-    assert after.lacking == pytest.approx(before.lacking, abs=1e-5) and before.lacking == pytest.approx(2.0 - max(raw.values()), abs=1e-4)
-    # of the phrases, the encoder is asked only for the reader's best groups' (the last call, after the relation texts)
-    asked = []
-    counting = TextSeededEncoder()
-    counting.encode = lambda texts: (asked.extend(texts), TextSeededEncoder.encode(counting, texts))[1]  # type: ignore[method-assign]
-    PathReader(composed).read(subgraph, probe, [], counting, states, probe_vector=question)
-    assert len(raw) > COMPOSED and asked[-COMPOSED:] == [composed_phrase(text.split(" → ")) for text in best_raw[:COMPOSED]]
-    assert not any(" of the " in text for text in asked[:-COMPOSED])
-    spec = (composed / "config.json").read_text().replace('"composition": [', '"composition": [[1.0, 0.0], ', 1)
-    (composed / "config.json").write_text(spec)
-    with pytest.raises(ValueError, match="composed/config.json: \"composition\" needs one"):
-        PathReader(composed)

@@ -161,8 +161,7 @@ class KGFRAnswerer:
         fused, reading, lacking = scored.scores, [], None
         if self.scorer.reader is not None:
             check("reading")
-            fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states,
-                                                     probe_vector=scored.probe_vector)
+            fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states)
             reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])]
             lacking = read.lacking
         if self.answer_kind:

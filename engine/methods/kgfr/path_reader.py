@@ -38,7 +38,6 @@ MAX_GROUPS_ALL = 256  # groups read per question when every group of the subgrap
 FULL_READ_EDGES = 20_000  # up to this many edges, every group of the subgraph is read (MetaQA: ~5 ms)
 READER_DIR = "path_reader"  # in a KGFR checkpoint folder: model.safetensors and config.json
 ARROW = " → "
-COMPOSED = 8  # the reader's best groups whose whole path is also read as a phrase (ReaderConfig.composition)
 
 
 def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | None = None) -> dict[tuple[int, ...], np.ndarray]:
@@ -140,11 +139,6 @@ def verbalise(sg: Subgraph, sequence: Sequence[int]) -> str:
     return ARROW.join(hop_texts(sg, sequence))
 
 
-def composed_phrase(hops: Sequence[str]) -> str:
-    """A path said the way people stack possessives, last relation first: "place of birth of the spouse"."""
-    return " of the ".join(reversed(hops))
-
-
 def groups_for(sg: Subgraph, nodes: Sequence[int] | None, limit: int = MAX_GROUPS) -> list[tuple[tuple[int, ...], np.ndarray]]:
     """The groups that reach any of `nodes` (the scorer's top candidates; None: every group of the
     subgraph), walks no longer than the subgraph's hops, shortest first, at most `limit`."""
@@ -169,10 +163,6 @@ class ReaderConfig:
     weight: float  # γ
     top: int  # the scorer's top nodes re-ranked
     reads_lacking: bool = False  # trained with unanswerable questions: its "no path" option means something
-    #: per path length 1..MAX_PATH, (weight a_L, bias b_L) of the composition read, added to the reader's
-    #: score for ranking: a_L·cos(question, composed_phrase(path)) + b_L (fitted by bench/path_reader.py
-    #: fit-composition); empty: none
-    composition: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass
@@ -253,9 +243,8 @@ class PathReaderModel(torch.nn.Module):
 
         folder.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors"))
-        composition = {"composition": [list(pair) for pair in config.composition]} if config.composition else {}
         (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, "reads_lacking": config.reads_lacking,
-                                                        **composition, **meta}, indent=2) + "\n")
+                                                        **meta}, indent=2) + "\n")
 
     @classmethod
     def load(cls, folder: Path) -> tuple["PathReaderModel", ReaderConfig]:
@@ -269,11 +258,7 @@ class PathReaderModel(torch.nn.Module):
             raise ValueError(f"{folder / 'model.safetensors'}: not a path reader (missing {sorted(missing)})")
         model.load_state_dict(state, strict=False)
         model.eval()
-        composition = tuple((float(a), float(b)) for a, b in spec.get("composition", []))
-        if composition and len(composition) != MAX_PATH:
-            raise ValueError(f"{folder / 'config.json'}: \"composition\" needs one [weight, bias] pair per path length 1..{MAX_PATH}")
-        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing & LACKING_PARTS,
-                                   composition)
+        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing & LACKING_PARTS)
 
 
 LACKING_PARTS = {"lacks.weight", "lacks.bias"}
@@ -316,11 +301,9 @@ class PathReader:
         self.model, self.config = PathReaderModel.load(folder)
         self._lock = threading.Lock()
 
-    def read(self, sg: Subgraph, probe: str, top: Sequence[int], encoder, states: np.ndarray | None = None,  # type: ignore[no-untyped-def]
-             probe_vector: np.ndarray | None = None) -> Reading:
+    def read(self, sg: Subgraph, probe: str, top: Sequence[int], encoder, states: np.ndarray | None = None) -> Reading:  # type: ignore[no-untyped-def]
         """The question's groups (`groups_read`, `top`: the scorer's top nodes), read. `states`: the
-        probe's token states where the caller has them (`Scored.probe_states`), else the encoder's;
-        `probe_vector` likewise its sentence vector (for the composition read)."""
+        probe's token states where the caller has them (`Scored.probe_states`), else the encoder's."""
         groups = groups_read(sg, top)
         if not groups:
             return Reading({}, [])
@@ -333,37 +316,16 @@ class PathReader:
         with self._lock, torch.inference_mode():
             scores = self.model(*inputs).float().tolist()
             no_path = float(self.model.no_path(inputs[0], inputs[1])) if self.config.reads_lacking else None
-        lacking = None if no_path is None else no_path - max(scores)  # the model's own scores: what declining was calibrated on
-        if self.config.composition:
-            scores = self.composed(scores, texts, probe, encoder, probe_vector)
         best: dict[int, float] = {}
         for (_, ends), score in zip(groups, scores):
             for node in ends.tolist():
                 if score > best.get(node, -np.inf):
                     best[node] = score
-        return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)], lacking)
-
-    def composed(self, scores: list[float], texts: list[list[str]], probe: str, encoder,  # type: ignore[no-untyped-def]
-                 probe_vector: np.ndarray | None) -> list[float]:
-        """The ranking scores with the composition read: the reader's COMPOSED best groups, each said as
-        one phrase (`composed_phrase`), get a_L·cos(question, phrase) + b_L; the others the same with
-        the lowest of those cosines (a group the reader ranked low gains nothing over them). The per-hop
-        reader places each relation; the phrase, read by the sentence encoder as a whole, says how the
-        hops compose ("the place of birth of the spouse" for "where was X's husband born"), which
-        questions worded unlike the reader's training data keep."""
-        order = sorted(range(len(scores)), key=lambda i: -scores[i])[:COMPOSED]
-        vectors = encoder.encode([composed_phrase(texts[i]) for i in order])
-        question = probe_vector if probe_vector is not None else encoder.encode([probe])[0]
-        cosine = dict(zip(order, (vectors @ question).tolist()))
-        floor = min(cosine.values())
-        out = []
-        for i, (score, hops) in enumerate(zip(scores, texts)):
-            weight, bias = self.config.composition[len(hops) - 1]
-            out.append(score + weight * cosine.get(i, floor) + bias)
-        return out
+        return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
+                       None if no_path is None else no_path - max(scores))
 
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
-             states: np.ndarray | None = None, probe_vector: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
+             states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
         """c + γ·(reading − best reading) for every node a group reaches — so that the path the
         question reads can bring in answers the scorer ranked low (it may put the path's middle
         entities, say every director, above every film) — and c + γ·(worst − best) for the rest
@@ -371,7 +333,7 @@ class PathReader:
         weight = self.config.weight if weight is None else weight
         finite = torch.isfinite(scores)
         order = [int(i) for i in torch.argsort(scores, descending=True)[: self.config.top] if finite[i]]
-        reading = self.read(sg, probe, order, encoder, states, probe_vector)
+        reading = self.read(sg, probe, order, encoder, states)
         best = reading.best
         if not best:
             return scores, reading

@@ -58,7 +58,6 @@ class Scored:
     #: the probe's token states from the pass that encoded it (where the checkpoint has a path reader,
     #: which reads them: `PathReader.read`), so that no second pass of the encoder is needed
     probe_states: np.ndarray | None = None
-    probe_vector: np.ndarray | None = None  # the probe's sentence vector, from the same pass
 
 
 def edge_arrays(sg: Subgraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -194,7 +193,7 @@ class KGFRScorer:
             out += self._model_call([graphs[i] for i in run], questions[run.start:run.stop], probes[run.start:run.stop],
                                     requests[0].descriptions, len(requests))
         if states:
-            out = [replace(scored, probe_states=states[row[r.probe]], probe_vector=vectors[row[r.probe]]) for scored, r in zip(out, requests)]
+            out = [replace(scored, probe_states=states[row[r.probe]]) for scored, r in zip(out, requests)]
         self.batches += 1
         self.questions += len(requests)
         return out
