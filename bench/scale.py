@@ -234,6 +234,23 @@ def typos_naming_others(store, typos: list[dict], ns: KGNamespace) -> float:  # 
     return other / len(typos) if typos else 0.0
 
 
+def open_cell_store(store: str, cell_dir: Path, servers: ExitStack, args) -> tuple[str, str, int | None, list[Path]]:  # type: ignore[no-untyped-def]
+    """A cell's store under `cell_dir`, its server (if any) started on loopback and stopped with
+    `servers`: (the URL kgqa load writes to, the URL questions read, the server's PID, the paths whose
+    size is the store's disk; the first is the store itself, the others its label index)."""
+    if store == "embedded":
+        store_path = cell_dir / "store"
+        url = f"oxigraph://{store_path}"
+        return url, url, None, [store_path, store_path.parent / f"{store_path.name}.labels"]
+    if store == "virtuoso":
+        server = servers.enter_context(VirtuosoServer(cell_dir / "virtuoso"))
+        return server.writer_url, "sparql+" + server.sparql_url, server.proc.pid, [cell_dir / "virtuoso"]  # type: ignore[union-attr]
+    if store == "neo4j":
+        neo4j = servers.enter_context(Neo4jServer(cell_dir / "neo4j", heap=args.neo4j_heap, page_cache_mb=args.neo4j_page_cache_mb))
+        return neo4j.url, neo4j.url, neo4j.proc.pid, [cell_dir / "neo4j" / "home"]  # type: ignore[union-attr]
+    raise SystemExit(f"unknown store {store!r}; use {', '.join(STORES)}")
+
+
 def run_cell(store: str, facts: int, meta: dict, data_dir: Path, work: Path, ckpt: Checkpoint, key: str, args) -> dict:  # type: ignore[no-untyped-def]
     from kgqa import Engine
 
@@ -253,23 +270,7 @@ def run_cell(store: str, facts: int, meta: dict, data_dir: Path, work: Path, ckp
     env = {**os.environ, "KGQA_CACHE": str(cache)}
     ns = KGNamespace(KG)
     with ExitStack() as servers:
-        server_pid = None
-        if store == "embedded":
-            store_path = cell_dir / "store"
-            writer_url = reader_url = f"oxigraph://{store_path}"
-            disk_paths = [store_path, store_path.parent / f"{store_path.name}.labels"]
-        elif store == "virtuoso":
-            server = servers.enter_context(VirtuosoServer(cell_dir / "virtuoso"))
-            writer_url, reader_url = server.writer_url, "sparql+" + server.sparql_url
-            server_pid = server.proc.pid  # type: ignore[union-attr]
-            disk_paths = [cell_dir / "virtuoso"]
-        elif store == "neo4j":
-            server = servers.enter_context(Neo4jServer(cell_dir / "neo4j", heap=args.neo4j_heap, page_cache_mb=args.neo4j_page_cache_mb))
-            writer_url = reader_url = server.url
-            server_pid = server.proc.pid  # type: ignore[union-attr]
-            disk_paths = [cell_dir / "neo4j" / "home"]
-        else:
-            raise SystemExit(f"unknown store {store!r}; use {', '.join(STORES)}")
+        writer_url, reader_url, server_pid, disk_paths = open_cell_store(store, cell_dir, servers, args)
         with kgqa_cache(cache):
             if not loaded:
                 log(f"{key}: loading {kg_file.name} into {writer_url}")

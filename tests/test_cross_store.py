@@ -117,3 +117,21 @@ def test_fb15k237_subject_relations_are_the_files_on_every_store(fb15k_stores):
     for name, store in fb15k_stores.items():
         found = store.subject_relations([ns.entity(m) for m in mids])
         assert {e: sorted(rs) for e, rs in found.items()} == expected, name
+
+
+def test_the_biokg_reader_loads_alike_into_every_store(oxigraph_server, virtuoso_server, neo4j_server, tmp_path):
+    """Issue 45's real graph in every store: a slice shaped as Debian's org.Hs.eg.sqlite and GO.sqlite
+    (tests/test_biokg.py), loaded by `--format biokg` into each store, holds the same facts and gives
+    the same subgraph around a gene, a GO term and a chromosome."""
+    from test_biokg import make_biokg
+
+    org, go = make_biokg(tmp_path / "biokg")
+    stores = _load_everywhere("bioslice", [(str(org), "biokg"), (str(go), "biokg")], oxigraph_server, virtuoso_server, neo4j_server)
+    embedded = stores["embedded"]
+    for name, store in stores.items():
+        assert store.counts() == embedded.counts(), name
+    found = embedded.resolve(["TP53", "apoptotic process", "chromosome 17"])
+    assert all(found.values()), found
+    for hits in found.values():
+        for hops in (1, 2, 3):
+            _assert_same(stores, [hits[0].entity.iri], hops, 100)
