@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import (  # noqa: E402
     STORES,
     _forget_shared_encoder,
+    app_times,
     du_bytes,
     fmt,
     kgqa_cache,
@@ -79,18 +80,6 @@ def ask_sets(engine, sets: dict[str, list[dict]]) -> tuple[dict[str, dict], list
     return out, list(dict.fromkeys(topics))
 
 
-def app_from(store, iris: list[str]) -> dict:  # type: ignore[no-untyped-def]
-    from kgqa import retrieve
-
-    seconds, edges = [], []
-    for iri in iris:
-        started = time.perf_counter()
-        sg = retrieve(store, [iri])
-        seconds.append(time.perf_counter() - started)
-        edges.append(sg.num_edges)
-    return {"app_p50_ms": 1000 * pct(seconds, 50) if seconds else None, "app_edges_mean": statistics.mean(edges) if edges else None}
-
-
 def run_store(store: str, files: list[Path], sets: dict[str, list[dict]], work: Path, args) -> dict:  # type: ignore[no-untyped-def]
     from kgqa import Engine
 
@@ -99,6 +88,7 @@ def run_store(store: str, files: list[Path], sets: dict[str, list[dict]], work: 
     cell_dir.mkdir(parents=True)
     logs.mkdir(exist_ok=True)
     env = {**os.environ, "KGQA_CACHE": str(cell_dir / "cache")}
+    warm_up = sets["hand-written"][0]["question"]
     first_questions = [q["question"] for q in sets["hand-written"][: args.first_runs]]
     with ExitStack() as servers:
         writer_url, reader_url, server_pid, disk_paths = open_cell_store(store, cell_dir, servers, args)
@@ -109,8 +99,10 @@ def run_store(store: str, files: list[Path], sets: dict[str, list[dict]], work: 
             if run["rc"] != 0:
                 raise RuntimeError(f"kgqa load exited with {run['rc']}:\n{tail(load_log)}")
             held = re.findall(r"now holds ([0-9,]+) facts", tail(load_log, 5000))
-            facts = int(held[-1].replace(",", "")) if held else None
-            row = {"store": store, "kg": KG, "facts": facts, "load_s": run["seconds"], "facts_per_s": facts / run["seconds"] if facts else None,
+            if not held:
+                raise RuntimeError(f"{load_log}: kgqa load did not say how many facts the KG holds:\n{tail(load_log)}")
+            facts = int(held[-1].replace(",", ""))
+            row = {"store": store, "kg": KG, "facts": facts, "load_s": run["seconds"], "facts_per_s": facts / run["seconds"],
                    "loader_rss_mb": run["rss_mb"], "server_rss_load_mb": (vm_hwm_kb(server_pid) or 0) / 1024 if server_pid else None,
                    "disk_mb": du_bytes(*disk_paths) / 2**20}
             log(f"{store}: {facts:,} facts loaded in {run['seconds']:.1f}s, loader peak RSS {run['rss_mb']:,.0f} MB, disk {row['disk_mb']:,.0f} MB")
@@ -122,9 +114,9 @@ def run_store(store: str, files: list[Path], sets: dict[str, list[dict]], work: 
                 first.append(run["seconds"])
                 log(f"{store}: first answer in a fresh process: {run['seconds']:.1f}s")
             with Engine(reader_url, kg=KG) as engine:
-                engine.ask(first_questions[0])  # models loaded, caches filled: not timed
+                engine.ask(warm_up)  # models loaded, caches filled: not timed
                 asked, topics = ask_sets(engine, sets)
-                row.update(app_from(engine.store, topics[: args.app_topics]))
+                row.update(app_times(engine.store, topics[: args.app_topics]))
             _forget_shared_encoder()
         row["server_rss_mb"] = (vm_hwm_kb(server_pid) or 0) / 1024 if server_pid else None
     row.update({"first_answer_s": statistics.median(first) if first else None, "first_answer_runs_s": first, "sets": asked})
