@@ -12,7 +12,9 @@
 writes, per KG, the generated questions split 80/20 (fixed seed) and two packs of them: relation
 texts in the v2 style (what new checkpoints read) and in v1 (what the first bundled checkpoint read).
 MetaQA dev keeps the bundled checkpoint's own validation questions as validation, so that no model
-started from it is validated on a question it trained on.
+started from it is validated on a question it trained on. Hand-written questions (HAND_WRITTEN: the
+BioKG's, from bench/biokg_questions.py --hand) are packed whole for evaluation only: no arm trains or
+stops early on them, and every table reports them apart from the generated questions of their KG.
 
 `run` trains, each for the same time budget and each starting from the bundled checkpoint:
 "all" on every KG's training part, and for each left-out X on every KG's training part but X's.
@@ -49,6 +51,7 @@ import argparse
 import json
 import random
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -76,10 +79,16 @@ STORES = {
     "nations": ("oxigraph:///tmp/kgs/nations", "nations", 600, (1, 2, 3), 3),
     "kinships": ("oxigraph:///tmp/kgs/kinships", "kinships", 800, (1, 2, 3), 3),
     "metaqa-free": ("oxigraph:///tmp/metaqa-store", "metaqa", 2000, (1, 2, 3), 3),
+    # NCBI Gene + GO (`kgqa load org.Hs.eg.sqlite GO.sqlite --kg biokg --format biokg`, 2.6M facts): hub GO terms
+    # hold thousands of genes, so two hops
+    "biokg": ("oxigraph:///tmp/kgs/biokg", "biokg", 1000, (1, 2), 2),
 }
-LEFT_OUT = ("fb15k237", "umls", "countries", "metaqa-free")
+LEFT_OUT = ("fb15k237", "umls", "countries", "metaqa-free", "biokg")
 METAQA_PER_HOP = (600, 200)  # MetaQA dev questions per hop: training, validation
 HUMAN = "freebase-human"  # real questions grounded in FB15k-237 (bench/ground_freebase.py), packed when present
+# Questions written by hand, packed for evaluation only (never trained or validated on): name → (STORES key, file
+# under WORK, the command that writes it when missing)
+HAND_WRITTEN = {"biokg-hand": ("biokg", "biokg-hand.jsonl", ["biokg_questions.py", "--hand"])}
 METAQA_BUNDLE = (6000, 200)  # the same for the checkpoint to bundle: more MetaQA so that it keeps its MetaQA Hits@1
 POLISH = (9000, 300)  # the polish step's training questions: from the MetaQA bundle pack, from each other pack
 
@@ -122,6 +131,16 @@ def build(work: Path, only: list[str] | None) -> None:
     if (not only or HUMAN in only) and human.exists():
         url, kg, _, _, hops = STORES["fb15k237"]
         _pack_split(HUMAN, open_store(url, kg), human, hops, work, encoder)
+    for name, (kg_name, file, command) in HAND_WRITTEN.items():
+        if only and name not in only and kg_name not in only:
+            continue
+        path = work / file
+        if not path.exists():
+            subprocess.run([sys.executable, str(Path(__file__).resolve().parent / command[0]), *command[1:], str(path)], check=True)
+        url, kg, _, _, hops = STORES[kg_name]
+        examples = read_qa(path)
+        _pack_both(name, open_store(url, kg), examples, [True] * len(examples), hops, work, encoder,
+                   {"questions": str(path), "split": "evaluation only (hand-written)"})
 
 
 def _pack_split(name: str, store, questions: Path, hops: int, work: Path, encoder: TextEncoder) -> None:  # type: ignore[no-untyped-def]
@@ -161,19 +180,26 @@ def _hits(model, data: PackedQA) -> dict:  # type: ignore[no-untyped-def]
 def run(work: Path, budget: float, kgs: list[str], bundled: Path | None = None) -> None:
     names = kgs or [*STORES, "metaqa"]
     packs = {n: PackedQA.load(work / f"{n}.v2.npz") for n in names}
+    hand = _hand_written_packs(work, names)  # scored, never trained on: kept apart from `packs`
     results: dict[str, dict[str, dict]] = {}
     today, _ = load_checkpoint(_today(work), "auto")
-    results["today"] = {n: _hits(today, PackedQA.load(work / f"{n}.v1.npz")) for n in names}
+    results["today"] = {n: _hits(today, PackedQA.load(work / f"{n}.v1.npz")) for n in [*names, *hand]}
     print(json.dumps({"today": {n: round(r["all"], 3) for n, r in results["today"].items()}}), flush=True)
     for run_name in ["all", *[x for x in LEFT_OUT if x in names]]:
         out = arm(work, budget, run_name, packs)
         model, _ = load_checkpoint(out, "auto")
-        results[run_name] = {n: _hits(model, p) for n, p in packs.items()}
+        results[run_name] = {n: _hits(model, p) for n, p in {**packs, **hand}.items()}
         print(json.dumps({run_name: {n: round(r["all"], 3) for n, r in results[run_name].items()}}), flush=True)
     model, _ = load_checkpoint(bundled or BUNDLED_CHECKPOINT, "auto")  # the checkpoint that replaced today's
-    results["bundle"] = {n: _hits(model, p) for n, p in packs.items()}
+    results["bundle"] = {n: _hits(model, p) for n, p in {**packs, **hand}.items()}
     (work / "results.json").write_text(json.dumps(results, indent=2))
-    table(results, names)
+    table(results, [*names, *hand])
+
+
+def _hand_written_packs(work: Path, names: list[str]) -> dict[str, PackedQA]:
+    """The hand-written packs `build` made for the KGs in `names` (v2 texts)."""
+    return {h: PackedQA.load(work / f"{h}.v2.npz") for h, (kg_name, _, _) in HAND_WRITTEN.items()
+            if kg_name in names and (work / f"{h}.v2.npz").exists()}
 
 
 def arm(work: Path, budget: float, run_name: str, packs: dict[str, PackedQA]) -> Path:
@@ -342,7 +368,7 @@ def _unfamiliar_share(vocabulary: np.ndarray | None, data: PackedQA) -> float:
 def score(work: Path, models: list[Path]) -> None:
     """Validation Hits@1 per pack and per hop for each model (a checkpoint reads the packs of its own
     relation-text style: v1 for today's, v2 for the new ones)."""
-    names = [n for n in [*STORES, "metaqa", HUMAN] if (work / f"{n}.v2.npz").exists()]
+    names = [n for n in [*STORES, "metaqa", HUMAN, *HAND_WRITTEN] if (work / f"{n}.v2.npz").exists()]
     print("| model | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
     for path in models:
@@ -360,7 +386,7 @@ def table(results: dict, names: list[str]) -> None:
     print("\n| KG (validation questions) | today's checkpoint | left out (never saw the KG) | in domain (trained on all) | new bundled checkpoint |")
     print("|---|---|---|---|---|")
     for n in names:
-        left = results.get(n, {}).get(n, {}).get("all")
+        left = results.get(HAND_WRITTEN[n][0] if n in HAND_WRITTEN else n, {}).get(n, {}).get("all")
         cells = [results["today"][n]["all"], left, results.get("all", {}).get(n, {}).get("all"), results.get("bundle", {}).get(n, {}).get("all")]
         print(f"| {n} | " + " | ".join("—" if c is None else f"{c:.3f}" for c in cells) + " |")
 
