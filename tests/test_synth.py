@@ -10,7 +10,7 @@ from collections import Counter
 from conftest import shared_data
 
 from kgqa.core.namespace import KGNamespace
-from kgqa.eval.synth import read_jsonl, synthesise, write_jsonl
+from kgqa.eval.synth import entity_labels, read_jsonl, synthesise, write_jsonl
 from kgqa.loaders import load_file
 from kgqa.loaders.qa import read_qa
 from kgqa.retrieval.linking import link
@@ -53,6 +53,16 @@ def test_the_same_seed_gives_the_same_questions_and_another_seed_others(demo_kg,
     assert [r["question"] for r in rows] == [q.question for q in first]
     examples = read_qa(tmp_path / "q.jsonl")  # what `kgqa eval` reads
     assert [e.answers for e in examples] == [q.answers for q in first] and examples[0].hop == first[0].hop
+
+    # the labels streamed from the store's index (label_pairs) are the labels its pages give, so the
+    # questions are the same whichever way a store offers them
+    class Paged:
+        def __getattr__(self, name):  # type: ignore[no-untyped-def]
+            if name == "label_pairs":
+                raise AttributeError(name)
+            return getattr(store, name)
+
+    assert entity_labels(Paged()) == entity_labels(store) and synthesise(Paged(), 25, seed=1) == first
 
 
 def _template(question: str, topics) -> str:
