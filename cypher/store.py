@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import neo4j
@@ -145,6 +145,19 @@ class Neo4jStore:
     def label_page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:
         iri, label = after or ("", "")
         return [(r["e"], r["label"]) for r in self._query("label_page", after_iri=iri, after_label=label, limit=limit)]
+
+    def label_pairs(self, page: int = 5000) -> Iterator[tuple[str, str]]:
+        """Every (entity IRI, label) pair in one streamed query (label_pairs.cypher), `page` rows
+        fetched at a time: what `kgqa synth` reads of a KG. It reads the whole KG, so the store's
+        per-query timeout does not apply; the session is READ-access like every other."""
+        self.round_trips += 1
+        try:
+            with self._driver.session(database=self.target.database, default_access_mode=neo4j.READ_ACCESS, fetch_size=page) as session:
+                for row in session.run(neo4j.Query(cypher("label_pairs")), {"kg": self.kg}):  # type: ignore[arg-type]
+                    names = {*row["aliases"], *([row["label"]] if row["label"] is not None else [])}
+                    yield from ((row["e"], name) for name in sorted(names))
+        except Neo4jError as exc:
+            raise explain(exc, "label_pairs", self.target) from exc
 
     def search_labels(self, texts: Sequence[str], any_word: bool = False, limit: int = 50) -> dict[str, list[tuple[str, str]]]:
         """Candidates through Neo4j's full-text index of entity and alias keys, every text in one query
