@@ -236,19 +236,3 @@ def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
     # the way back to the topic is walked on, as "the cast of the films of X's director" means
     assert groups["directed by → directed → starred actors"] == {"Ronald Colman"}
 
-
-def test_phrase_match_reads_the_question_against_its_best_groups_said_as_phrases(tmp_path, subgraph):
-    from kgqa.methods.kgfr.path_reader import PHRASE_GROUPS, phrase
-    from kgqa.retrieval.text import TextEncoder
-
-    assert phrase(["place of birth", "country"]) == "country of the place of birth"
-    PathReaderModel().save(tmp_path / "reader", ReaderConfig(1.0, 5), {})
-    reader, encoder = PathReader(tmp_path / "reader"), TextEncoder()
-    asked = reader.read(subgraph, "who directed something", [], encoder)
-    # the value is the best cosine between the probe and the phrases of the reader's best groups
-    best = sorted(asked.groups, key=lambda g: -g[1])[:PHRASE_GROUPS]
-    said = encoder.encode([phrase(text.split(" → ")) for text, _ in best] + ["who directed something"])
-    assert asked.phrase_match == pytest.approx(float((said[:-1] @ said[-1]).max()), abs=1e-5)
-    # a question for what no group of the subgraph says reads like none of them
-    lacking = reader.read(subgraph, "how many people live in something", [], encoder)
-    assert asked.phrase_match > lacking.phrase_match + 0.2

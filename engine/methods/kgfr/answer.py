@@ -27,7 +27,6 @@ from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind, missing_number
-from kgqa.methods.kgfr.path_reader import Reading
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
 
 
@@ -127,14 +126,13 @@ class KGFRAnswerer:
         probe = relation_probe(question, topic_info)
         scored = self.scorer.score(sg, question, self.descriptions, probe)
         seconds["score"] = time.perf_counter() - mark
-        ranked, reading, read = self.read(sg, scored, probe, seconds)
+        ranked, reading, lacking = self.read(sg, scored, probe, seconds)
         mark = time.perf_counter()
         candidates = self.evidence(sg, ranked)
         seconds["evidence"] = time.perf_counter() - mark
         emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
         answers = self.margin_answers(candidates)
-        found = signals(scored.scores, self.margin, scored.relation_match, topic_info, sg.num_nodes,
-                        read.lacking if read else None, read.phrase_match if read else None)
+        found = signals(scored.scores, self.margin, scored.relation_match, topic_info, sg.num_nodes, lacking)
         confidence, answerability = self.confidence(found)
         declined = None
         if not candidates:
@@ -153,24 +151,24 @@ class KGFRAnswerer:
                           answerability, reading)
 
     def read(self, sg: Subgraph, scored: Scored, probe: str,
-             seconds: dict[str, float] | None = None) -> tuple[Scored, list[dict[str, float | str]], Reading | None]:
+             seconds: dict[str, float] | None = None) -> tuple[Scored, list[dict[str, float | str]], float | None]:
         """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
         it has one (kgfr/path_reader.py), then candidates of a kind the question does not ask for moved
-        last (kgfr/answer_kind.py); the groups the reader read (best first), and the reader's whole
-        Reading (None without a reader), whose `lacking` and `phrase_match` are answerability signals.
-        Confidence and declining keep reading the model's own scores, which their calibration was
-        fitted on, and those two numbers."""
+        last (kgfr/answer_kind.py); the groups the reader read (best first), and how far its "no path
+        reads it" beats the best group (None without such a reader). Confidence and declining keep
+        reading the model's own scores, which their calibration was fitted on, and that last number."""
         mark = time.perf_counter()
-        fused, reading, read = scored.scores, [], None
+        fused, reading, lacking = scored.scores, [], None
         if self.scorer.reader is not None:
             check("reading")
             fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states)
             reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])]
+            lacking = read.lacking
         if self.answer_kind:
             fused, _ = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
-        return replace(scored, scores=fused), reading, read
+        return replace(scored, scores=fused), reading, lacking
 
     def confidence(self, found: dict[str, float]) -> tuple[float | None, float | None]:
         """(confidence, answerability): the calibrated probabilities that the top answer is right and

@@ -35,8 +35,8 @@ CALIBRATION_FILE = "calibration.json"
 FORMAT = 2  # calibration.json's layout; files of another layout are ignored with a warning
 log = logging.getLogger(__name__)
 FEATURES = ("top_probability", "answer_mass", "gap", "top_logit", "relation_match", "link_strength", "lone_word_link", "log_nodes",
-            "path_lacking", "phrase_match")
-ANSWERABILITY_FEATURES = ("relation_match", "link_strength", "lone_word_link", "path_lacking", "phrase_match")  # see Calibration
+            "path_lacking")
+ANSWERABILITY_FEATURES = ("relation_match", "link_strength", "lone_word_link", "path_lacking")  # see Calibration
 DEFAULT_ANSWER_RATE = 0.97
 CURVE_THRESHOLDS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # answerability thresholds a curve is shown at
 
@@ -58,12 +58,10 @@ def gold_probe(question: str, topics: Sequence[str]) -> str:
 
 
 def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: Sequence[Mapping], nodes: int,
-            path_lacking: float | None = None, phrase_match: float | None = None) -> dict[str, float]:
+            path_lacking: float | None = None) -> dict[str, float]:
     """The features of one question: `scores` are the model's per-node scores (topics -inf), `margin`
     the answer-set margin, `topics` the linked topics (`Linking.topics_json()`), `path_lacking` how far
-    the path reader's "no path reads it" beats its best group and `phrase_match` how closely the
-    question reads like one of its best groups said as a phrase (kgfr/path_reader.py; 0 and -1
-    without a reader)."""
+    the path reader's "no path reads it" beats its best group (kgfr/path_reader.py; 0 without one)."""
     finite = scores[torch.isfinite(scores)].double()
     if finite.numel() == 0:
         return no_signal(topics)
@@ -79,7 +77,6 @@ def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: 
         **_link_signals(topics),
         "log_nodes": math.log1p(nodes),
         "path_lacking": float(max(-20.0, min(20.0, path_lacking))) if path_lacking is not None else 0.0,
-        "phrase_match": float(phrase_match) if phrase_match is not None else -1.0,
     }
     return found if all(math.isfinite(v) for v in found.values()) else no_signal(topics)
 
@@ -87,7 +84,7 @@ def signals(scores: torch.Tensor, margin: float, relation_match: float, topics: 
 def no_signal(topics: Sequence[Mapping]) -> dict[str, float]:
     """The features of a question with nothing to rank (no topic linked, or an empty subgraph)."""
     return {"top_probability": 0.0, "answer_mass": 0.0, "gap": 0.0, "top_logit": -50.0, "relation_match": -1.0,
-            **_link_signals(topics), "log_nodes": 0.0, "path_lacking": 0.0, "phrase_match": -1.0}
+            **_link_signals(topics), "log_nodes": 0.0, "path_lacking": 0.0}
 
 
 def _link_signals(topics: Sequence[Mapping]) -> dict[str, float]:

@@ -14,10 +14,7 @@ against that hop's relation text; it is trained listwise: a softmax over a quest
 more option, "no path reads it", the target spread over the groups whose reached set best matches the
 gold answers, or on that option for a question the KG cannot answer (bench/path_reader.py builds the
 data, in-domain unanswerable questions included, and trains it). How far that option beats the best
-group (`Reading.lacking`) is a signal of answerability (kgfr/confidence.py), and so is how closely the
-question reads like one of its best groups said as one phrase (`Reading.phrase_match`: "country of the
-place of birth of"; the sentence encoder's own vectors, untrained, so that it holds on graphs the
-reader never saw). A question the KG cannot answer reads like none of them."""
+group (`Reading.lacking`) is a signal of answerability (kgfr/confidence.py)."""
 
 from __future__ import annotations
 
@@ -41,7 +38,6 @@ MAX_GROUPS_ALL = 256  # groups read per question when every group of the subgrap
 FULL_READ_EDGES = 20_000  # up to this many edges, every group of the subgraph is read (MetaQA: ~5 ms)
 READER_DIR = "path_reader"  # in a KGFR checkpoint folder: model.safetensors and config.json
 ARROW = " → "
-PHRASE_GROUPS = 8  # the reader's best groups whose phrase is matched against the question (Reading.phrase_match)
 
 
 def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | None = None) -> dict[tuple[int, ...], np.ndarray]:
@@ -143,12 +139,6 @@ def verbalise(sg: Subgraph, sequence: Sequence[int]) -> str:
     return ARROW.join(hop_texts(sg, sequence))
 
 
-def phrase(hops: Sequence[str]) -> str:
-    """A group said as one noun phrase, what is asked for first: ["place of birth", "country"] →
-    "country of the place of birth"."""
-    return " of the ".join(reversed(hops))
-
-
 def groups_for(sg: Subgraph, nodes: Sequence[int] | None, limit: int = MAX_GROUPS) -> list[tuple[tuple[int, ...], np.ndarray]]:
     """The groups that reach any of `nodes` (the scorer's top candidates; None: every group of the
     subgraph), walks no longer than the subgraph's hops, shortest first, at most `limit`."""
@@ -178,15 +168,12 @@ class ReaderConfig:
 @dataclass
 class Reading:
     """What the reader made of one question: each node a group reaches → its best group score, each
-    group's text with its score, `lacking`: the "no path reads it" score minus the best group's
-    (None: a reader not trained for it, or no group to read), and `phrase_match`: the best cosine
-    between the question (topics masked) and one of its PHRASE_GROUPS best groups said as a phrase
-    (None: no group to read)."""
+    group's text with its score, and `lacking`: the "no path reads it" score minus the best group's
+    (None: a reader not trained for it, or no group to read)."""
 
     best: dict[int, float]
     groups: list[tuple[str, float]]
     lacking: float | None = None
-    phrase_match: float | None = None
 
 
 def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
@@ -334,10 +321,8 @@ class PathReader:
             for node in ends.tolist():
                 if score > best.get(node, -np.inf):
                     best[node] = score
-        read_best = sorted(range(len(scores)), key=lambda i: -scores[i])[:PHRASE_GROUPS]
-        said = encoder.encode([phrase(texts[i]) for i in read_best] + [probe])
         return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
-                       None if no_path is None else no_path - max(scores), float((said[:-1] @ said[-1]).max()))
+                       None if no_path is None else no_path - max(scores))
 
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
              states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
