@@ -235,4 +235,3 @@ def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
     # LeRoy directed Random Harvest alone, but directed_by is no one-to-one relation (Dieterle directed two):
     # the way back to the topic is walked on, as "the cast of the films of X's director" means
     assert groups["directed by → directed → starred actors"] == {"Ronald Colman"}
-
