@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -76,6 +76,12 @@ class GraphStore(Protocol):
     def label_page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:
         """Up to `limit` (entity IRI, label) pairs of the KG's entities, every label an entity has,
         in (IRI, label) order after the key `after`: for building local label indexes page by page."""
+        ...
+
+    def label_pairs(self, page: int = 5000) -> Iterator[tuple[str, str]]:
+        """Every (entity IRI, label) pair of the KG's entities, in no set order, read in one pass where
+        the store can (the embedded store's index, one streamed Neo4j query; a remote SPARQL endpoint
+        pages with `label_page`, whose sorted pages make a large KG quadratic)."""
         ...
 
     def relations(self) -> list[RelationInfo]: ...

@@ -47,7 +47,7 @@ def looks_like_id(label: str) -> bool:
 def entity_labels(store: GraphStore, limit: int = 2_000_000) -> dict[str, str]:
     """IRI → the label the store shows for it, for every entity (up to `limit` of them)."""
     seen: dict[str, None] = {}  # an entity with several labels comes once per label
-    for iri, _ in _label_pairs(store):
+    for iri, _ in store.label_pairs():
         seen[iri] = None
         if len(seen) >= limit:
             break
@@ -56,24 +56,6 @@ def entity_labels(store: GraphStore, limit: int = 2_000_000) -> dict[str, str]:
     for start in range(0, len(iris), PAGE):
         shown.update(store.labels(iris[start : start + PAGE]))
     return {iri: shown.get(iri, iri) for iri in iris}
-
-
-def _label_pairs(store: GraphStore) -> Iterator[tuple[str, str]]:
-    """Every (entity IRI, label) pair: in one pass where the store streams them (`label_pairs`: the
-    embedded store reads its index; a remote SPARQL endpoint pages), else page by page. Each page
-    of `label_page` sorts the labels after its key, so over a KG of a million entities paging
-    alone took more than 20 minutes (the BioKG)."""
-    stream = getattr(store, "label_pairs", None)
-    if stream is not None:
-        yield from stream()
-        return
-    after = None
-    while True:
-        page = store.label_page(after, PAGE)
-        yield from page
-        if len(page) < PAGE:
-            return
-        after = page[-1]
 
 
 def _unambiguous(store: GraphStore, labels: dict[str, str], iris: Sequence[str]) -> set[str]:
