@@ -22,7 +22,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from urllib.parse import urlencode, urlsplit
 
 from kgqa.core.errors import NoLabelIndex, StoreError
@@ -164,6 +165,32 @@ class HttpClient:
                 self._drop()
                 raise EndpointError(f"{self.url} is unreachable: {exc}") from exc
         raise AssertionError("unreachable")
+
+    @contextmanager
+    def post_streamed(self, path: str, body: bytes, content_type: str, accept: str = "*/*") -> Iterator[http.client.HTTPResponse]:
+        """`post`, with the response handed over unread, for a body too large to hold: its headers are
+        there, its body is read as it arrives. The connection is closed afterwards unless the body was
+        read to its end (a half-read reply would be the next request's answer)."""
+        target = (self._parts.path.rstrip("/") + path) or "/"
+        conn = self._connection()
+        try:
+            conn.request("POST", target, body=body, headers={"Content-Type": content_type, "Accept": accept})
+            resp = conn.getresponse()
+        except (socket.timeout, TimeoutError) as exc:
+            self._drop()
+            raise EndpointError(f"{self.url} did not answer within {self.timeout:.0f}s") from exc
+        except OSError as exc:  # a kept-alive connection the server closed too: not retried, the caller falls back
+            self._drop()
+            raise EndpointError(f"{self.url} is unreachable: {exc}") from exc
+        try:
+            yield resp
+        except (socket.timeout, TimeoutError) as exc:
+            raise EndpointError(f"{self.url} stopped sending for {self.timeout:.0f}s in the middle of a result") from exc
+        except OSError as exc:
+            raise EndpointError(f"{self.url} dropped the connection in the middle of a result: {exc}") from exc
+        finally:
+            if not resp.isclosed():
+                self._drop()
 
 
 class SparqlEndpointStore(SparqlReader):
@@ -383,6 +410,30 @@ class SparqlEndpointStore(SparqlReader):
             self.round_trips += 1
             rows += self._execute("search_labels_virtuoso", query)
         return rows
+
+    def label_pairs(self, page: int = 5000) -> Iterator[tuple[str, str]]:
+        """Every (entity IRI, label) pair in one request (label_pairs.rq), read row by row as the
+        endpoint sends it: one pass, in memory a row's worth. Where the endpoint would not give the
+        whole result, as its status or headers say before any row (an error; Virtuoso's row cap,
+        X-SPARQL-MaxRows; partial results at its time limit, X-SQL-State S1TAT), the pairs come page by
+        page instead (`label_page`, sorted pages: slower the larger the KG, but within any cap)."""
+        self.round_trips += 1
+        body = urlencode({"query": render("label_pairs", **self._graphs)}).encode()
+        with self._http.post_streamed("", body, "application/x-www-form-urlencoded", "text/csv") as resp:
+            headers = {k.lower(): v for k, v in resp.getheaders()}
+            self.server = headers.get("server", self.server)
+            cut = "x-sparql-maxrows" in headers or headers.get("x-sql-state") == "S1TAT"
+            if resp.status == 200 and headers.get("content-type", "").startswith("text/csv") and not cut:
+                lines = csv.reader(io.TextIOWrapper(resp, encoding="utf-8", newline=""))
+                if next(lines, None) is None:
+                    raise EndpointError(f"label_pairs.rq: {self.url} answered with an empty body, not a CSV result")
+                for line in lines:
+                    if len(line) >= 2 and line[1] != "":
+                        yield line[0], line[1]
+                return
+            why = f"HTTP {resp.status}" if resp.status != 200 else ("a cut result" if cut else headers.get("content-type") or "no Content-Type")
+        log.info("%s answered the labels in one result with %s: reading them page by page", self.url, why)
+        yield from super().label_pairs(page)
 
     def close(self) -> None:
         self._http.close()

@@ -152,6 +152,30 @@ def test_label_pages_are_the_same_on_every_store(server_store, demo_kg):
             assert store.label_page((iri, ""), 7) == whole[first:first + 7], (store, i)  # same IRI, a smaller label
 
 
+def test_label_pairs_are_read_in_one_pass_where_the_store_gives_them_whole(server_store, demo_kg, monkeypatch):
+    """`kgqa index` over a store reads every label once: an endpoint sends them as one streamed result
+    (Neo4j: one streamed query); an endpoint that refuses that query is read in sorted pages (one that
+    cuts it, test_virtuoso). A reader stopped half-way leaves the store usable."""
+    import kgqa.sparql.endpoint as endpoint
+
+    embedded, _ = demo_kg
+    whole = all_label_pages(embedded, 100_000)
+    before = server_store.round_trips
+    assert sorted(server_store.label_pairs(page=40)) == whole
+    if isinstance(server_store, SparqlEndpointStore):
+        pages = len(whole) // 40 + 1
+        assert server_store.round_trips - before == 1
+        partly = server_store.label_pairs(page=40)
+        assert len([next(partly) for _ in range(3)]) == 3
+        partly.close()  # the reply half read: its connection is dropped, the next query gets a fresh one
+        assert server_store.counts() == embedded.counts()
+        refused = endpoint.render
+        monkeypatch.setattr(endpoint, "render", lambda name, **terms: "SELECT nonsense" if name == "label_pairs" else refused(name, **terms))
+        before = server_store.round_trips
+        assert sorted(server_store.label_pairs(page=40)) == whole
+        assert server_store.round_trips - before == 1 + pages
+
+
 def test_endpoint_errors_are_clear(oxigraph_server):
     with pytest.raises(EndpointError, match="unreachable"):
         SparqlEndpointStore.connect("http://127.0.0.1:9/query")

@@ -19,6 +19,7 @@ from kgqa.sparql.endpoint import (
     APP_RECHECK_S, EndpointError, SparqlEndpointStore, contains_expression, label_keys_text, label_words_text, word_keys_text,
     words_expression,
 )
+from kgqa.sparql.embedded import EmbeddedWriter
 from kgqa.sparql.virtuoso import Isql, VirtuosoWriter
 from kgqa.sparql.writer import RdfWriter
 from kgqa.core.types import Edge
@@ -44,6 +45,18 @@ def test_row_limit_truncation_raises(strict_virtuoso):
     assert len(store.neighbours("urn:kgqa:kg:demo:e:English", "urn:kgqa:kg:demo:r:in_language", inverse=True)) == 47
     with pytest.raises(EndpointError, match="X-SPARQL-MaxRows"):
         store.neighbours("urn:kgqa:kg:demo:e:Drama", "urn:kgqa:kg:demo:r:has_genre", inverse=True)  # 370 rows, cut at 100
+
+
+def test_labels_a_capped_endpoint_would_cut_are_read_in_pages(strict_virtuoso):
+    """The labels' one streamed query would pass ResultSetMaxRows (100 here): Virtuoso says so in the
+    headers (X-SPARQL-MaxRows) before any row, and the store reads the sorted pages instead, each
+    within the cap: every pair, none twice."""
+    embedded = EmbeddedWriter.open(None, "demo")
+    load_file(embedded, DEMO_KG)
+    store = SparqlEndpointStore.connect(strict_virtuoso.sparql_url, "demo")
+    pairs = list(store.label_pairs(page=90))
+    assert len(pairs) == len(set(pairs)) and sorted(pairs) == sorted(embedded.reader().label_pairs())
+    assert store.round_trips > len(pairs) // 90  # the pages, after the one query that was cut
 
 
 def test_partial_result_on_timeout_raises(strict_virtuoso):
