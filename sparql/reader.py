@@ -261,8 +261,8 @@ class SparqlReader:
         return [(row["e"], row["label"]) for row in rows]
 
     def label_pairs(self, page: int = 5000) -> Iterator[tuple[str, str]]:
-        """Every (entity IRI, label) pair of the KG, page by page (`label_page`): for `kgqa index` over
-        an endpoint kgqa did not load (an embedded store streams them instead)."""
+        """Every (entity IRI, label) pair of the KG, page by page (`label_page`): what an endpoint that
+        caps its results is read with (the embedded store and other endpoints stream them instead)."""
         after = None
         while True:
             rows = self.label_page(after, page)

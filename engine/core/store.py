@@ -80,8 +80,9 @@ class GraphStore(Protocol):
 
     def label_pairs(self, page: int = 5000) -> Iterator[tuple[str, str]]:
         """Every (entity IRI, label) pair of the KG's entities, in no set order, read in one pass where
-        the store can (the embedded store's index, one streamed Neo4j query; a remote SPARQL endpoint
-        pages with `label_page`, whose sorted pages make a large KG quadratic)."""
+        the store can (the embedded store's index, one streamed Neo4j query, one streamed SPARQL
+        result; an endpoint that caps results is read with `label_page`, whose sorted pages make a
+        large KG quadratic)."""
         ...
 
     def relations(self) -> list[RelationInfo]: ...
