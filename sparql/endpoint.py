@@ -143,7 +143,8 @@ class HttpClient:
             conn.close()
         self._local = threading.local()
 
-    def post(self, path: str, body: bytes, content_type: str, accept: str = "*/*") -> tuple[int, dict[str, str], bytes]:
+    def _send(self, path: str, body: bytes, content_type: str, accept: str) -> http.client.HTTPResponse:
+        """The request sent and the response's status and headers read, its body not yet."""
         headers = {"Content-Type": content_type, "Accept": accept}
         target = (self._parts.path.rstrip("/") + path) or "/"
         # A kept-alive connection the server has closed fails once; retry exactly once on a fresh one.
@@ -152,8 +153,7 @@ class HttpClient:
             try:
                 conn.request("POST", target, body=body, headers=headers)
                 self._ack_at_once(conn)
-                resp = conn.getresponse()
-                return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+                return conn.getresponse()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 self._drop()
                 if attempt == 2:
@@ -166,28 +166,22 @@ class HttpClient:
                 raise EndpointError(f"{self.url} is unreachable: {exc}") from exc
         raise AssertionError("unreachable")
 
+    def post(self, path: str, body: bytes, content_type: str, accept: str = "*/*") -> tuple[int, dict[str, str], bytes]:
+        with self.post_streamed(path, body, content_type, accept) as resp:
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+
     @contextmanager
     def post_streamed(self, path: str, body: bytes, content_type: str, accept: str = "*/*") -> Iterator[http.client.HTTPResponse]:
-        """`post`, with the response handed over unread, for a body too large to hold: its headers are
-        there, its body is read as it arrives. The connection is closed afterwards unless the body was
-        read to its end (a half-read reply would be the next request's answer)."""
-        target = (self._parts.path.rstrip("/") + path) or "/"
-        conn = self._connection()
-        try:
-            conn.request("POST", target, body=body, headers={"Content-Type": content_type, "Accept": accept})
-            resp = conn.getresponse()
-        except (socket.timeout, TimeoutError) as exc:
-            self._drop()
-            raise EndpointError(f"{self.url} did not answer within {self.timeout:.0f}s") from exc
-        except OSError as exc:  # a kept-alive connection the server closed too: not retried, the caller falls back
-            self._drop()
-            raise EndpointError(f"{self.url} is unreachable: {exc}") from exc
+        """`post`, with the response handed over unread (for a body too large to hold, read as it
+        arrives). The connection is closed afterwards unless the body was read to its end (a half-read
+        reply would be the next request's answer)."""
+        resp = self._send(path, body, content_type, accept)
         try:
             yield resp
         except (socket.timeout, TimeoutError) as exc:
-            raise EndpointError(f"{self.url} stopped sending for {self.timeout:.0f}s in the middle of a result") from exc
-        except OSError as exc:
-            raise EndpointError(f"{self.url} dropped the connection in the middle of a result: {exc}") from exc
+            raise EndpointError(f"{self.url} did not answer within {self.timeout:.0f}s") from exc
+        except (http.client.HTTPException, OSError) as exc:
+            raise EndpointError(f"{self.url} dropped the connection in the middle of a reply: {exc}") from exc
         finally:
             if not resp.isclosed():
                 self._drop()
