@@ -143,8 +143,9 @@ class HttpClient:
             conn.close()
         self._local = threading.local()
 
-    def _send(self, path: str, body: bytes, content_type: str, accept: str) -> http.client.HTTPResponse:
-        """The request sent and the response's status and headers read, its body not yet."""
+    def _send(self, path: str, body: bytes, content_type: str, accept: str) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """The request sent on this thread's connection and the response's status and headers read,
+        its body not yet."""
         headers = {"Content-Type": content_type, "Accept": accept}
         target = (self._parts.path.rstrip("/") + path) or "/"
         # A kept-alive connection the server has closed fails once; retry exactly once on a fresh one.
@@ -153,7 +154,7 @@ class HttpClient:
             try:
                 conn.request("POST", target, body=body, headers=headers)
                 self._ack_at_once(conn)
-                return conn.getresponse()
+                return conn, conn.getresponse()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 self._drop()
                 if attempt == 2:
@@ -161,7 +162,7 @@ class HttpClient:
             except (socket.timeout, TimeoutError) as exc:
                 self._drop()
                 raise EndpointError(f"{self.url} did not answer within {self.timeout:.0f}s") from exc
-            except OSError as exc:
+            except (http.client.HTTPException, OSError) as exc:
                 self._drop()
                 raise EndpointError(f"{self.url} is unreachable: {exc}") from exc
         raise AssertionError("unreachable")
@@ -173,18 +174,28 @@ class HttpClient:
     @contextmanager
     def post_streamed(self, path: str, body: bytes, content_type: str, accept: str = "*/*") -> Iterator[http.client.HTTPResponse]:
         """`post`, with the response handed over unread (for a body too large to hold, read as it
-        arrives). The connection is closed afterwards unless the body was read to its end (a half-read
-        reply would be the next request's answer)."""
-        resp = self._send(path, body, content_type, accept)
+        arrives). While it is read, the connection is this reply's alone: a request the thread makes
+        meanwhile opens another. Afterwards it is kept for the thread's next request only if the body
+        was read to its end (a half-read reply would be that request's answer); else it is closed."""
+        conn, resp = self._send(path, body, content_type, accept)
+        self._local.conn = None
+        whole = False
         try:
             yield resp
+            if resp.length == 0 and not resp.isclosed():
+                resp.read()  # a Content-Length body read to its end by read1, which leaves it open
+            whole = resp.isclosed()
         except (socket.timeout, TimeoutError) as exc:
             raise EndpointError(f"{self.url} did not answer within {self.timeout:.0f}s") from exc
         except (http.client.HTTPException, OSError) as exc:
             raise EndpointError(f"{self.url} dropped the connection in the middle of a reply: {exc}") from exc
         finally:
-            if not resp.isclosed():
-                self._drop()
+            if whole and getattr(self._local, "conn", None) is None:
+                self._local.conn = conn
+            else:
+                conn.close()
+                with self._lock:
+                    self._all.discard(conn)
 
 
 class SparqlEndpointStore(SparqlReader):
@@ -412,18 +423,24 @@ class SparqlEndpointStore(SparqlReader):
         X-SPARQL-MaxRows; partial results at its time limit, X-SQL-State S1TAT), the pairs come page by
         page instead (`label_page`, sorted pages: slower the larger the KG, but within any cap)."""
         self.round_trips += 1
-        body = urlencode({"query": render("label_pairs", **self._graphs)}).encode()
-        with self._http.post_streamed("", body, "application/x-www-form-urlencoded", "text/csv") as resp:
+        form = {"query": render("label_pairs", **self._graphs)}
+        server_ms = self._server_ms()
+        if server_ms is not None:  # Virtuoso: past its time limit it says so (S1TAT) and the pages follow
+            form["timeout"] = str(server_ms)
+        with self._http.post_streamed("", urlencode(form).encode(), "application/x-www-form-urlencoded", "text/csv") as resp:
             headers = {k.lower(): v for k, v in resp.getheaders()}
             self.server = headers.get("server", self.server)
             cut = "x-sparql-maxrows" in headers or headers.get("x-sql-state") == "S1TAT"
             if resp.status == 200 and headers.get("content-type", "").startswith("text/csv") and not cut:
                 lines = csv.reader(io.TextIOWrapper(resp, encoding="utf-8", newline=""))
-                if next(lines, None) is None:
-                    raise EndpointError(f"label_pairs.rq: {self.url} answered with an empty body, not a CSV result")
-                for line in lines:
-                    if len(line) >= 2 and line[1] != "":
-                        yield line[0], line[1]
+                try:
+                    if next(lines, None) is None:
+                        raise EndpointError(f"label_pairs.rq: {self.url} answered with an empty body, not a CSV result")
+                    for line in lines:
+                        if len(line) >= 2 and line[1] != "":
+                            yield line[0], line[1]
+                except (UnicodeDecodeError, csv.Error) as exc:
+                    raise EndpointError(f"label_pairs.rq: {self.url} answered with a CSV result that cannot be read: {exc}") from exc
                 return
             why = f"HTTP {resp.status}" if resp.status != 200 else ("a cut result" if cut else headers.get("content-type") or "no Content-Type")
         log.info("%s answered the labels in one result with %s: reading them page by page", self.url, why)

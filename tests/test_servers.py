@@ -155,7 +155,8 @@ def test_label_pages_are_the_same_on_every_store(server_store, demo_kg):
 def test_label_pairs_are_read_in_one_pass_where_the_store_gives_them_whole(server_store, demo_kg, monkeypatch):
     """`kgqa index` over a store reads every label once: an endpoint sends them as one streamed result
     (Neo4j: one streamed query); an endpoint that refuses that query is read in sorted pages (one that
-    cuts it, test_virtuoso). A reader stopped half-way leaves the store usable."""
+    cuts it, test_virtuoso). Queries asked while it streams, and a reader stopped half-way, leave the
+    store usable."""
     import kgqa.sparql.endpoint as endpoint
 
     embedded, _ = demo_kg
@@ -166,8 +167,12 @@ def test_label_pairs_are_read_in_one_pass_where_the_store_gives_them_whole(serve
         pages = len(whole) // 40 + 1
         assert server_store.round_trips - before == 1
         partly = server_store.label_pairs(page=40)
-        assert len([next(partly) for _ in range(3)]) == 3
-        partly.close()  # the reply half read: its connection is dropped, the next query gets a fresh one
+        first = [next(partly) for _ in range(3)]
+        assert server_store.counts() == embedded.counts()  # asked meanwhile: on a connection of its own
+        assert sorted(first + list(partly)) == whole
+        stopped = server_store.label_pairs(page=40)
+        next(stopped)
+        stopped.close()  # the reply half read: its connection is closed, the next query gets a fresh one
         assert server_store.counts() == embedded.counts()
         refused = endpoint.render
         monkeypatch.setattr(endpoint, "render", lambda name, **terms: "SELECT nonsense" if name == "label_pairs" else refused(name, **terms))
