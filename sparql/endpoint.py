@@ -119,10 +119,13 @@ class HttpClient:
         """Close this thread's connection (the next request opens a fresh one)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
-            conn.close()
             self._local.conn = None
-            with self._lock:
-                self._all.discard(conn)
+            self._close(conn)
+
+    def _close(self, conn: http.client.HTTPConnection) -> None:
+        conn.close()
+        with self._lock:
+            self._all.discard(conn)
 
     @staticmethod
     def _ack_at_once(conn: http.client.HTTPConnection) -> None:
@@ -193,9 +196,7 @@ class HttpClient:
             if whole and getattr(self._local, "conn", None) is None:
                 self._local.conn = conn
             else:
-                conn.close()
-                with self._lock:
-                    self._all.discard(conn)
+                self._close(conn)
 
 
 class SparqlEndpointStore(SparqlReader):

@@ -57,6 +57,7 @@ def test_the_same_seed_gives_the_same_questions_and_another_seed_others(demo_kg,
     # the labels read in one pass (label_pairs, what synthesise reads) are those the sorted pages give
     assert sorted(store.label_pairs()) == all_label_pages(store, 7) and len(entity_labels(store)) == len({e for e, _ in all_label_pages(store, 7)})
 
+
 def _template(question: str, topics) -> str:
     text = question.lower()
     for t in topics:
