@@ -144,3 +144,14 @@ def test_fan_out_counts_streamed_from_an_on_disk_store_equal_the_grouping_query(
     assert sorted((r["e"], r["r"], r["g"] == store.ns.fanin_graph, int(r["n"])) for r in stored) == grouped
     facts = {info.label: info.facts for info in store.relations()}
     assert facts["links"] == 300 and facts["back"] == len(range(0, 300, 7)) and facts["likes"] == 200
+
+
+def test_typo_likelihood_ranks_the_slips_that_pick_no_letter_first():
+    from kgqa.core.labels import typo_likelihood
+
+    assert typo_likelihood("gigrox", "gigrox") == 0.0 and typo_likelihood("girox", "gigroxx") == 0.0  # none, or two edits
+    dropped, doubled, swapped = typo_likelihood("girox", "gigrox"), typo_likelihood("giggrox", "gigrox"), typo_likelihood("gigrxo", "gigrox")
+    replaced, stray = typo_likelihood("gigrux", "gigrox"), typo_likelihood("gigraox", "gigrox")
+    assert dropped == doubled == swapped and replaced == stray == pytest.approx(dropped / 25)
+    assert typo_likelihood("bigrox", "gigrox") < replaced  # the first letter is rarely the one mistyped
+    assert typo_likelihood("lumix", "lummix") == typo_likelihood("lumix", "lumixa")  # either "m" of a double dropped: one slip

@@ -135,3 +135,28 @@ def test_normalised_labels_fold_case_accents_and_punctuation_on_both_paths():
     for ch in string.printable:
         text = f"Ab{ch}c D"
         assert normalise_label(text) == unicode_path(text), repr(text)
+
+
+def test_a_misspelling_reads_as_its_likeliest_slip(tmp_path):
+    store = open_store(store_from_lines(tmp_path, "slips", [
+        "Anna Thaushoun|born_in|Thaushoun",
+        "Anna Thushoun|born_in|Thushoun",
+        "Gigrox|located_in|Ukaria",
+        "Gikrox|located_in|Ukaria",
+        "Maria P. Zauruberg|born_in|Maira",
+        "Maria P. Zautuberg|born_in|Gigrox",
+        "Broken Lantern|directed_by|Anna Thushoun",
+        "Broken Lantern LXXXIV|directed_by|Anna Thaushoun",
+        "Broken Lantern LXXIV|directed_by|Anna Thushoun",
+        "Broken Lantern XXXIV|directed_by|Anna Thushoun",
+    ]), "slips")
+    labels = lambda question: [t.entity.label for t in link(store, question).topics]  # noqa: E731
+    # two letters swapped is likelier than a stray "a" (which must also pick its letter)
+    assert labels("which country is Tahushoun in") == ["Thaushoun"]
+    # ... and than a letter replaced: the misspelt number extends the title's match as written
+    assert labels("who directed Broken Lantern XLXXIV") == ["Broken Lantern LXXXIV"]
+    # a letter dropped from either of two names: as likely, and neither is chosen
+    tied = link(store, "which country is Girox in")
+    assert tied.topics == [] and {hit.entity.label for hit in tied.candidates["Girox"]} == {"Gigrox", "Gikrox"}
+    # a name too near two labels is not read as a shorter name inside it (the city "Maira", one swap from "Maria")
+    assert labels("where was Maria P. Zauuberg born") == []

@@ -42,6 +42,44 @@ def within_one_edit(a: str, b: str) -> bool:
     return short[i:] == long[i + 1 :]
 
 
+LETTER_CHOICE = 1 / 25  # a slip that also picks a letter (a replacement, a stray one) picks one of ~25
+FIRST_LETTER = 0.1  # how much rarer a slip at the first letter is (Pollock & Zamora 1983: ~7 % of misspellings)
+
+
+def typo_likelihood(typed: str, meant: str) -> float:
+    """How likely one slip turns `meant` into `typed` (a noisy channel, as in Kernighan, Church & Gale
+    1990), up to a constant; 0 where they are not one edit apart. Each kind of slip — a letter dropped,
+    doubled, replaced, added, or two swapped — is about as common as the others (Damerau 1964), but
+    a replacement or an added letter other than a double must also pick *which* letter, so each
+    particular one is `LETTER_CHOICE` as likely; slips at the first letter are rarer (`FIRST_LETTER`).
+    Summed over the distinct slips that make `typed`, per letter of `meant`."""
+    if typed == meant or not meant or not within_one_edit(typed, meant):
+        return 0.0
+    total = 0.0
+
+    def add(weight: float, at: int) -> None:
+        nonlocal total
+        total += weight * (FIRST_LETTER if at == 0 else 1.0)
+
+    n = len(meant)
+    if len(typed) == n - 1:  # a letter dropped (from a run of like letters: one slip, whichever is counted)
+        for i in range(n):
+            if meant[:i] + meant[i + 1 :] == typed and (i == 0 or meant[i] != meant[i - 1]):
+                add(1.0, i)
+    elif len(typed) == n + 1:  # a letter added: a double of a neighbour, or any other
+        for i in range(n + 1):
+            if typed[:i] + typed[i + 1 :] == meant and (i == 0 or typed[i] != typed[i - 1]):
+                doubled = typed[i] in meant[max(i - 1, 0) : i + 1]
+                add(1.0 if doubled else LETTER_CHOICE, i)
+    else:
+        diff = [i for i in range(n) if typed[i] != meant[i]]
+        if len(diff) == 1:
+            add(LETTER_CHOICE, diff[0])
+        else:
+            add(1.0, diff[0])  # two neighbours swapped (within_one_edit allows nothing else)
+    return total / n
+
+
 def one_edit_deletions(word: str) -> list[str]:
     """Each text made by deleting one letter of `word`, once, in the order of the letters deleted."""
     return list(dict.fromkeys(word[:i] + word[i + 1 :] for i in range(len(word))))

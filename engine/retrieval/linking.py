@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kgqa.core.errors import NoLabelIndex
-from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, within_one_edit
+from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, typo_likelihood, within_one_edit
 from kgqa.core.store import GraphStore, SearchesLabels
 from kgqa.core.types import Entity, LinkedEntity
 
@@ -33,6 +33,7 @@ FUZZY_THRESHOLD_ONE_WORD = 0.9  # one word has more near neighbours ("william" ~
 EMBEDDING_THRESHOLD = 0.9  # cosine of sentence embeddings
 CANDIDATES = 30  # labels the store's text index hands over per span
 EMBEDDING_CANDIDATES = 10  # more per span for the embedding fallback, sharing any of its words
+SLIP_MARGIN = 2.0  # a misspelling is read as the likeliest label only where it is this much likelier than the next
 MIN_FUZZY_KEY = 4  # a shorter span has too many near neighbours to be a misspelling of one
 log = logging.getLogger(__name__)
 # Function words and question words: a KG may well hold a film called "What" or a band called "The",
@@ -185,18 +186,25 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
         return []
     _search_without_short_words(store, texts, found)
     scored: list[tuple[float, int, int, LinkedEntity]] = []
-    ambiguous = False
+    tied_spans: list[tuple[int, int, set[str]]] = []
     for i, j, text in short:
         threshold = FUZZY_THRESHOLD if j - i > 1 else FUZZY_THRESHOLD_ONE_WORD
-        matches = fuzzy_matches(text, found.get(text, []), threshold) or _sole_near_name(i, j, text, found.get(text, []))
+        matches, tied = _one_slip_matches(text, found.get(text, []), threshold)
+        if not matches:
+            matches = fuzzy_matches(text, found.get(text, []), threshold)
+            tied = _tied(matches)
         hits = [LinkedEntity(text, Entity(iri, label), "fuzzy", score) for iri, label, score in matches]
         if hits:
             candidates[text] = hits
-            if _tied(hits):
-                ambiguous = True  # and the embedding may not pick one of them either
+            if tied:
+                tied_spans.append((i, j, {hit.entity.iri for hit in hits}))  # and the embedding may not pick one of them either
             else:
                 scored.append((hits[0].score, i, j, hits[0]))
-    if not scored and embedding and not ambiguous:
+    # a name too near two labels to choose is not read as another name inside it ("Maria P. Zauuberg":
+    # Zauruberg or Zautuberg, not the city "Maira" one swap from "Maria")
+    scored = [s for s in scored if not any(a <= s[1] and s[2] <= b and b - a > s[2] - s[1] and s[3].entity.iri not in tied
+                                           for a, b, tied in tied_spans)]
+    if not scored and embedding and not tied_spans:
         encoder = encoder or _shared_encoder()
         more = _search(store, texts, any_word=True, limit=EMBEDDING_CANDIDATES) or {}
         near = _vector_neighbours(store, texts, encoder)
@@ -212,10 +220,10 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
     return _non_overlapping([(i, j, hit) for _, i, j, hit in sorted(scored, key=lambda s: (-s[0], -(s[2] - s[1]), s[1]))])
 
 
-def _tied(hits: list[LinkedEntity]) -> bool:
-    """Whether the best fuzzy match is as near as one with another label: "Richard z. Drafourez"
-    is one letter from "Richard C." and "Richard S. Drafourez" alike, and neither is chosen."""
-    return len(hits) > 1 and hits[1].score == hits[0].score and normalise_label(hits[1].entity.label) != normalise_label(hits[0].entity.label)
+def _tied(matches: list[tuple[str, str, float]]) -> bool:
+    """Whether the best fuzzy match (more than one slip away: `_one_slip_matches` judges the rest) is
+    as near as one with another label, when neither is chosen."""
+    return len(matches) > 1 and matches[1][2] == matches[0][2] and normalise_label(matches[1][1]) != normalise_label(matches[0][1])
 
 
 def _search_without_short_words(store: SearchesLabels, texts: list[str], found: dict[str, list[tuple[str, str]]]) -> None:
@@ -234,19 +242,30 @@ def _search_without_short_words(store: SearchesLabels, texts: list[str], found: 
             found[text] = more.get(key, [])
 
 
-def _sole_near_name(i: int, j: int, text: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str, float]]:
-    """A one-word name written like a name (capitalised, ≥ 5 letters) one edit from exactly one label
-    of the KG that is written like a name too ("Vazela" → Varela: ratio 0.83, under the one-word
-    threshold that keeps "William" from the tag "gilliam"). The span matched nothing as written, so
-    the one such label one edit away is the name meant; where several are, none is chosen."""
+def _one_slip_matches(text: str, pairs: list[tuple[str, str]], threshold: float, k: int = 5) -> tuple[list[tuple[str, str, float]], bool]:
+    """The candidates one slip from `text` (`within_one_edit`, normalised) that the fuzzy rank would
+    take (ratio ≥ threshold), or that are written like a name as the text is, ≥ 5 letters ("Vazela" →
+    Varela: ratio 0.83, under the one-word threshold that keeps "William" from the tag "gilliam"),
+    likeliest slip first (`typo_likelihood`: "Tahushoun" is Thaushoun with two letters swapped
+    rather than Thushoun with a stray "a"); at most `k`, each with its ratio. And whether the
+    likeliest is tied: not SLIP_MARGIN times as likely as one with another label ("Girox": Gigrox
+    and Gikrox, each a letter dropped), when none is chosen."""
     key = normalise_label(text)
-    if j - i != 1 or not _capitalised(text) or len(key) < 5:
-        return []
-    near = {normalise_label(label) for _, label in pairs if _capitalised(label) and within_one_edit(key, normalise_label(label))}
-    if len(near) != 1:
-        return []
-    return [(iri, label, difflib.SequenceMatcher(None, key, normalise_label(label), autojunk=False).ratio())
-            for iri, label in sorted(pairs) if normalise_label(label) in near][:1]
+    named = _capitalised(text) and len(key) >= 5
+    near = []
+    for iri, label in pairs:
+        other = normalise_label(label)
+        likelihood = typo_likelihood(key, other)
+        if likelihood == 0.0:
+            continue
+        ratio = difflib.SequenceMatcher(None, key, other, autojunk=False).ratio()
+        if ratio >= threshold or (named and _capitalised(label)):
+            near.append((likelihood, iri, label, ratio))
+    near.sort(key=lambda m: (-m[0], -m[3], m[2], m[1]))
+    best = near[0] if near else None
+    tied = best is not None and any(normalise_label(label) != normalise_label(best[2]) and likelihood * SLIP_MARGIN > best[0]
+                                    for likelihood, _, label, _ in near[1:])
+    return [(iri, label, ratio) for _, iri, label, ratio in near[:k]], tied
 
 
 def fuzzy_matches(text: str, pairs: list[tuple[str, str]], threshold: float, k: int = 5) -> list[tuple[str, str, float]]:
