@@ -368,38 +368,42 @@ def fit_asked(args) -> None:  # type: ignore[no-untyped-def]
     heads = sorted({asked.head(r["q"]) for r in every})
     head_vectors = dict(zip(heads, TextEncoder().encode(heads)))
     unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)  # noqa: E731
-    items: dict[str, list[tuple[torch.Tensor, ...]]] = {}
+    padded: dict[str, tuple[torch.Tensor, ...]] = {}  # per file: reader scores (−inf padding), cosines, lengths − 1, targets
     with torch.no_grad():
         for spec, rows in sets.items():
-            items[spec] = []
+            width = max(len(r["paths"]) for r in rows)
+            read, cosine = torch.full((len(rows), width), float("-inf")), torch.zeros(len(rows), width)
+            at, target = torch.zeros(len(rows), width, dtype=torch.long), torch.zeros(len(rows), width)
             for start in range(0, len(rows), 64):
                 part = rows[start : start + 64]
                 inputs, targets = features.batch(part)
-                for r, options in zip(part, _options(model, inputs, targets)):
+                for i, (r, options) in enumerate(zip(part, _options(model, inputs, targets)), start):
+                    n = len(r["paths"])
                     last = unit(np.stack([features.relations[p.split(ARROW)[-1]] for p in r["paths"]]))
-                    cosine = last @ unit(head_vectors[asked.head(r["q"])])
-                    lengths = torch.tensor([p.count(ARROW) for p in r["paths"]])
-                    items[spec].append((options[:-1].clone(), torch.tensor(cosine, dtype=torch.float32), lengths, torch.tensor(r["target"], dtype=torch.float32)))
+                    read[i, :n] = options[:-1]
+                    cosine[i, :n] = torch.from_numpy(last @ unit(head_vectors[asked.head(r["q"])])).float()
+                    at[i, :n] = torch.tensor([p.count(ARROW) for p in r["paths"]])
+                    target[i, :n] = torch.tensor(r["target"], dtype=torch.float32) / sum(r["target"])
+            padded[spec] = (read, cosine, at, target)
     weights, biases = torch.zeros(MAX_PATH, requires_grad=True), torch.zeros(MAX_PATH - 1, requires_grad=True)
     bias = lambda: torch.cat([torch.zeros(1), biases])  # noqa: E731  (one length's bias is the reference)
+    scored = lambda read, cosine, at: read + weights[at] * cosine + bias()[at]  # noqa: E731
     optimiser = torch.optim.Adam([weights, biases], lr=0.05)
-    fitted = [spec for spec in args.data]
     for _ in range(args.steps):
         loss = torch.zeros(())
-        for spec in fitted:
-            for read, cosine, at, target in items[spec]:
-                score = read + weights[at] * cosine + bias()[at]
-                loss = loss - (torch.log_softmax(score, 0) * target / target.sum()).sum() / len(items[spec])
+        for spec in args.data:  # every file weighs the same
+            read, cosine, at, target = padded[spec]
+            log_p = torch.log_softmax(scored(read, cosine, at), 1).masked_fill(target == 0, 0.0)
+            loss = loss - (log_p * target).sum() / len(read)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    result = AskedFor(args.words, tuple(round(float(w), 4) for w in weights), tuple(round(float(b), 4) for b in bias()))
-    print(f"asked_for: {result.to_json()}\n\n| rows | fitted on | n | top group a best one: reader | with asked_for |\n|---|---|---:|---:|---:|")
     with torch.no_grad():
-        for spec, rows in items.items():
-            before = np.mean([float(t[int(torch.argmax(r))]) for r, _, _, t in rows])
-            after = np.mean([float(t[int(torch.argmax(r + weights[at] * c + bias()[at]))]) for r, c, at, t in rows])
-            print(f"| {spec} | {'yes' if spec in fitted else 'no'} | {len(rows)} | {before:.3f} | {after:.3f} |")
+        result = AskedFor(args.words, tuple(round(float(w), 4) for w in weights), tuple(round(float(b), 4) for b in bias()))
+        print(f"asked_for: {result.to_json()}\n\n| rows | fitted on | n | top group a best one: reader | with asked_for |\n|---|---|---:|---:|---:|")
+        for spec, (read, cosine, at, target) in padded.items():
+            best = lambda values: (target.gather(1, values.argmax(1, keepdim=True)) > 0).float().mean()  # noqa: E731
+            print(f"| {spec} | {'yes' if spec in args.data else 'no'} | {len(read)} | {best(read):.3f} | {best(scored(read, cosine, at)):.3f} |")
     if args.write:
         spec = json.loads((folder / "config.json").read_text())
         spec["asked_for"] = {**result.to_json(), "fitted_on": list(args.data)}
