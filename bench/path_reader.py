@@ -336,81 +336,6 @@ def evaluate(args) -> None:  # type: ignore[no-untyped-def]
               + f" | {row['reader_ms_p50']:.1f} |")
 
 
-def _line_half(spec: str) -> tuple[str, int | None]:
-    """"FILE" → (FILE, None); "FILE:odd" / "FILE:even" → (FILE, 1 / 0): the rows whose question sits
-    on an odd / even line of its QA file (the qid's number)."""
-    path, _, half = spec.rpartition(":") if spec.endswith((":odd", ":even")) else (spec, "", "")
-    return path, {"odd": 1, "even": 0}.get(half)
-
-
-def fit_asked(args) -> None:  # type: ignore[no-untyped-def]
-    """Fit the reader's `AskedFor` (2 · MAX_PATH numbers) over built rows, its own weights frozen: a
-    listwise softmax over each answerable question's groups, every file weighing the same; written into
-    the reader folder's config.json. Prints the share of questions whose top group is a best one, per
-    file, before and after."""
-    from kgqa.methods.kgfr.path_reader import MAX_PATH, AskedFor
-    from kgqa.retrieval.text import TextEncoder
-
-    folder = Path(args.reader)
-    model, config = PathReaderModel.load(folder)
-    sets = {}
-    for spec in args.data:
-        path, half = _line_half(spec)
-        rows = [r for line in open(path, encoding="utf-8") if not (r := json.loads(line)).get("left_out") and r.get("answerable", True) and any(r["target"])]
-        sets[spec] = [r for r in rows if half is None or int(r["qid"].rsplit(":", 1)[1]) % 2 == half]
-    for spec in args.judge:
-        path, half = _line_half(spec)
-        rows = [r for line in open(path, encoding="utf-8") if not (r := json.loads(line)).get("left_out") and r.get("answerable", True) and any(r["target"])]
-        sets.setdefault(spec, [r for r in rows if half is None or int(r["qid"].rsplit(":", 1)[1]) % 2 == half])
-    every = [r for rows in sets.values() for r in rows]
-    features = Features(every)
-    asked = AskedFor(args.words, (0.0,) * MAX_PATH, (0.0,) * MAX_PATH)
-    heads = sorted({asked.head(r["q"]) for r in every})
-    head_vectors = dict(zip(heads, TextEncoder().encode(heads)))
-    unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)  # noqa: E731
-    padded: dict[str, tuple[torch.Tensor, ...]] = {}  # per file: reader scores (−inf padding), cosines, lengths − 1, targets
-    with torch.no_grad():
-        for spec, rows in sets.items():
-            width = max(len(r["paths"]) for r in rows)
-            read, cosine = torch.full((len(rows), width), float("-inf")), torch.zeros(len(rows), width)
-            at, target = torch.zeros(len(rows), width, dtype=torch.long), torch.zeros(len(rows), width)
-            for start in range(0, len(rows), 64):
-                part = rows[start : start + 64]
-                inputs, targets = features.batch(part)
-                for i, (r, options) in enumerate(zip(part, _options(model, inputs, targets)), start):
-                    n = len(r["paths"])
-                    last = unit(np.stack([features.relations[p.split(ARROW)[-1]] for p in r["paths"]]))
-                    read[i, :n] = options[:-1]
-                    cosine[i, :n] = torch.from_numpy(last @ unit(head_vectors[asked.head(r["q"])])).float()
-                    at[i, :n] = torch.tensor([p.count(ARROW) for p in r["paths"]])
-                    target[i, :n] = torch.tensor(r["target"], dtype=torch.float32) / sum(r["target"])
-            padded[spec] = (read, cosine, at, target)
-    weights, biases = torch.zeros(MAX_PATH, requires_grad=True), torch.zeros(MAX_PATH - 1, requires_grad=True)
-    bias = lambda: torch.cat([torch.zeros(1), biases])  # noqa: E731  (one length's bias is the reference)
-    scored = lambda read, cosine, at: read + weights[at] * cosine + bias()[at]  # noqa: E731
-    optimiser = torch.optim.Adam([weights, biases], lr=0.05)
-    for _ in range(args.steps):
-        loss = torch.zeros(())
-        for spec in args.data:  # every file weighs the same
-            read, cosine, at, target = padded[spec]
-            log_p = torch.log_softmax(scored(read, cosine, at), 1).masked_fill(target == 0, 0.0)
-            loss = loss - (log_p * target).sum() / len(read)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    with torch.no_grad():
-        result = AskedFor(args.words, tuple(round(float(w), 4) for w in weights), tuple(round(float(b), 4) for b in bias()))
-        print(f"asked_for: {result.to_json()}\n\n| rows | fitted on | n | top group a best one: reader | with asked_for |\n|---|---|---:|---:|---:|")
-        for spec, (read, cosine, at, target) in padded.items():
-            best = lambda values: (target.gather(1, values.argmax(1, keepdim=True)) > 0).float().mean()  # noqa: E731
-            print(f"| {spec} | {'yes' if spec in args.data else 'no'} | {len(read)} | {best(read):.3f} | {best(scored(read, cosine, at)):.3f} |")
-    if args.write:
-        spec = json.loads((folder / "config.json").read_text())
-        spec["asked_for"] = {**result.to_json(), "fitted_on": list(args.data)}
-        (folder / "config.json").write_text(json.dumps(spec, indent=2) + "\n")
-        log(f"written into {folder / 'config.json'}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -447,15 +372,8 @@ def main() -> int:
     e.add_argument("--topics", choices=("gold", "linked"), default="gold")
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--part", choices=("train", "held-out", "all"), default="held-out")
-    f = sub.add_parser("fit-asked")
-    f.add_argument("--reader", required=True, help="a path reader folder (its weights stay as they are)")
-    f.add_argument("--data", nargs="+", required=True, help="built rows to fit on, each FILE, FILE:odd or FILE:even (the questions on odd / even lines)")
-    f.add_argument("--judge", nargs="*", default=[], help="built rows only judged, in the same forms")
-    f.add_argument("--words", type=int, default=3, help="the question's first words read as what it asks for")
-    f.add_argument("--steps", type=int, default=300)
-    f.add_argument("--write", action="store_true", help="write the fitted numbers into the reader's config.json")
     args = ap.parse_args()
-    {"build": build, "train": train, "eval": evaluate, "fit-asked": fit_asked}[args.command](args)
+    {"build": build, "train": train, "eval": evaluate}[args.command](args)
     return 0
 
 

@@ -235,38 +235,3 @@ def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
     # LeRoy directed Random Harvest alone, but directed_by is no one-to-one relation (Dieterle directed two):
     # the way back to the topic is walked on, as "the cast of the films of X's director" means
     assert groups["directed by → directed → starred actors"] == {"Ronald Colman"}
-
-
-def test_what_the_question_asks_for_ranks_the_group_whose_last_relation_its_head_reads_like(tmp_path, subgraph):
-    from kgqa.methods.kgfr.path_reader import AskedFor
-
-    model = PathReaderModel()
-    with torch.no_grad():  # a reader that reads every group alike, so that only the asked-for term ranks them
-        model.scale.zero_()
-        model.length.weight.zero_()
-        model.length.bias.zero_()
-        model.lacks.weight.zero_()
-        model.lacks.bias.fill_(1.0)
-    asked = AskedFor(3, (2.0, 2.0, 2.0), (0.0, -0.5, -1.0))
-    model.save(tmp_path / "asked", ReaderConfig(1.0, 5, reads_lacking=True, asked_for=asked), {})
-    reader = PathReader(tmp_path / "asked")
-    assert reader.config.asked_for == asked  # saved and loaded with the reader
-    encoder = RandomEncoder()
-    encoder.vectors["in what year"] = encoder.encode(["release year"])[0]  # the head reads like the path's last relation
-    probe = "in what year did something's director make his films"
-    reading = reader.read(subgraph, probe, [], encoder)
-    scores = dict(reading.groups)
-    # the groups that end in a release year lead, the shorter first (the biases by length)
-    assert max(scores, key=scores.get) == "release year" and scores["release year"] == pytest.approx(2.0, abs=1e-4)
-    assert scores["directed by → directed → release year"] == pytest.approx(2.0 - 1.0, abs=1e-4)
-    assert all(score < 0.5 for text, score in scores.items() if not text.endswith("release year"))
-    # declining's signal is the reader's own: the "no path" option against its best group, the term left out
-    assert reading.lacking == pytest.approx(1.0, abs=1e-4)
-    # a head that reads like no relation leaves the groups in the order of their lengths' biases
-    other = dict(reader.read(subgraph, "tell me about something", [], encoder).groups)
-    assert max(other, key=other.get).count(" → ") == 0
-    # the same reader without the term scores every group alike
-    model.save(tmp_path / "plain", ReaderConfig(1.0, 5, reads_lacking=True), {})
-    assert len({round(s, 5) for _, s in PathReader(tmp_path / "plain").read(subgraph, probe, [], encoder).groups}) == 1
-    with pytest.raises(ValueError, match="asked_for"):
-        AskedFor(0, (1.0,) * 3, (0.0,) * 3)

@@ -159,47 +159,10 @@ def groups_read(sg: Subgraph, top: Sequence[int]) -> list[tuple[tuple[int, ...],
 
 
 @dataclass(frozen=True)
-class AskedFor:
-    """What the question asks for, read from its first words against each group's last relation: the
-    head of "which city is something's university in" ("which city is") reads like `contained by`, not
-    like `education institution`, where the whole question's reading is taken by the noun phrase that
-    holds the topic. A group of L relations gains weights[L−1]·cos(head, last relation's text) +
-    biases[L−1] in the ranking (not in `Reading.lacking`, which declining is calibrated on); the
-    head is the masked question's first `words` words. Fitted on the reader's data by
-    bench/path_reader.py fit-asked, with the reader's own weights frozen."""
-
-    words: int
-    weights: tuple[float, ...]  # per path length 1..MAX_PATH
-    biases: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        if self.words < 1 or len(self.weights) != MAX_PATH or len(self.biases) != MAX_PATH:
-            raise ValueError(f"asked_for: {self.words} words, {len(self.weights)} weights, {len(self.biases)} biases (want ≥ 1, {MAX_PATH}, {MAX_PATH})")
-
-    def head(self, probe: str) -> str:
-        return " ".join(probe.split()[: self.words])
-
-    def scores(self, head_vector: np.ndarray, last_vectors: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
-        """The term for each group: `last_vectors` its last relation's text vector, `lengths` its length."""
-        unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)  # noqa: E731
-        cosine = unit(last_vectors) @ unit(head_vector)
-        at = np.asarray(lengths, dtype=np.int64) - 1
-        return np.asarray(self.weights)[at] * cosine + np.asarray(self.biases)[at]
-
-    def to_json(self) -> dict:
-        return {"words": self.words, "weights": list(self.weights), "biases": list(self.biases)}
-
-    @classmethod
-    def from_json(cls, spec: dict) -> "AskedFor":
-        return cls(int(spec["words"]), tuple(float(w) for w in spec["weights"]), tuple(float(b) for b in spec["biases"]))
-
-
-@dataclass(frozen=True)
 class ReaderConfig:
     weight: float  # γ
     top: int  # the scorer's top nodes re-ranked
     reads_lacking: bool = False  # trained with unanswerable questions: its "no path" option means something
-    asked_for: AskedFor | None = None  # None: the reader's scores alone rank the groups
 
 
 @dataclass
@@ -280,9 +243,8 @@ class PathReaderModel(torch.nn.Module):
 
         folder.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors"))
-        asked = {"asked_for": config.asked_for.to_json()} if config.asked_for is not None else {}
         (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, "reads_lacking": config.reads_lacking,
-                                                        **asked, **meta}, indent=2) + "\n")
+                                                        **meta}, indent=2) + "\n")
 
     @classmethod
     def load(cls, folder: Path) -> tuple["PathReaderModel", ReaderConfig]:
@@ -296,8 +258,7 @@ class PathReaderModel(torch.nn.Module):
             raise ValueError(f"{folder / 'model.safetensors'}: not a path reader (missing {sorted(missing)})")
         model.load_state_dict(state, strict=False)
         model.eval()
-        asked = AskedFor.from_json(spec["asked_for"]) if spec.get("asked_for") else None
-        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing & LACKING_PARTS, asked)
+        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing & LACKING_PARTS)
 
 
 LACKING_PARTS = {"lacks.weight", "lacks.bias"}
@@ -348,26 +309,20 @@ class PathReader:
             return Reading({}, [])
         texts = [hop_texts(sg, seq) for seq, _ in groups]
         vocabulary = sorted({t for hops in texts for t in hops})
-        asked = self.config.asked_for
-        head = [asked.head(probe)] if asked is not None else []
-        encoded = encoder.encode(vocabulary + head)
-        vectors = dict(zip(vocabulary, encoded))
+        vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
         if states is None:
             [states] = encoder.token_states([probe])
         inputs = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
         with self._lock, torch.inference_mode():
-            read = self.model(*inputs).float().numpy()
+            scores = self.model(*inputs).float().tolist()
             no_path = float(self.model.no_path(inputs[0], inputs[1])) if self.config.reads_lacking else None
-        lacking = None if no_path is None else no_path - float(read.max())
-        if asked is not None:
-            read = read + asked.scores(encoded[-1], np.stack([vectors[hops[-1]] for hops in texts]), [len(hops) for hops in texts])
-        scores = read.tolist()
         best: dict[int, float] = {}
         for (_, ends), score in zip(groups, scores):
             for node in ends.tolist():
                 if score > best.get(node, -np.inf):
                     best[node] = score
-        return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)], lacking)
+        return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
+                       None if no_path is None else no_path - max(scores))
 
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
              states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
