@@ -160,3 +160,21 @@ def test_a_misspelling_reads_as_its_likeliest_slip(tmp_path):
     assert tied.topics == [] and {hit.entity.label for hit in tied.candidates["Girox"]} == {"Gigrox", "Gikrox"}
     # a name too near two labels is not read as a shorter name inside it (the city "Maira", one swap from "Maria")
     assert labels("where was Maria P. Zauuberg born") == []
+
+
+def test_a_misspelt_title_made_of_two_names_and_a_misspelt_suffix_reach_the_label_search(tmp_path):
+    store = open_store(store_from_lines(tmp_path, "titles2", [
+        "Return to Theseis|directed_by|David Gapastad Jr.",
+        "Retun|located_in|Ukaria",
+        "Theseis|located_in|Ukaria",
+        "David Gapastad|works_for|Green Motors",
+        "David Gapastad Jr.|works_for|Blue Motors",
+    ]), "titles2")
+    labels = lambda question: [t.entity.label for t in link(store, question).topics]  # noqa: E731
+    # two names matched as written with only a function word between them: one misspelt title
+    assert labels("who was Retun to Theseis directed by") == ["Return to Theseis"]
+    # ... while two names apart stay two
+    assert labels("is Retun near Theseis") == ["Retun", "Theseis"]
+    # a word with a capital inside ("rJ.") is a name left to find
+    assert labels("which company does David Gapastad rJ. work for") == ["David Gapastad Jr."]
+    assert labels("which company does David Gapastad work for") == ["David Gapastad"]

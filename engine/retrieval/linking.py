@@ -129,15 +129,20 @@ def _written_as_name(span: str, stopwords: frozenset[str]) -> bool:
 
 
 def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stopwords: frozenset[str]) -> bool:
-    """Whether the fallbacks have anything to look for: no name-like span matched as written, or a
-    word written like a name (capitalised or with a digit, not a function word) lies outside every
-    match. A question whose names all matched as written never reaches the label search."""
-    if not any(_name_like(hit.query) for _, _, hit in chosen):
+    """Whether the fallbacks have anything to look for: no name-like span matched as written; a word
+    written like a name (a capital anywhere — "rJ." — or a digit, not a function word) outside every
+    match; or two names matched as written with only function words between them, which may be one
+    misspelt title ("Retun to Theseis": the city Retun, the island Theseis, the film "Return to
+    Theseis"). A question whose names all matched as written, apart, never reaches the label search."""
+    names = sorted((i, j) for i, j, hit in chosen if _name_like(hit.query))
+    if not names:
         return True
     covered = {k for i, j, _ in chosen for k in range(i, j)}
     words = [m.group() for m in _TOKEN.finditer(question)]
-    return any(k not in covered and _capitalised(word) and word.lower() not in stopwords and any(ch.isalnum() for ch in word)
-               for k, word in enumerate(words))
+    if any(k not in covered and (_capitalised(word) or any(ch.isupper() for ch in word)) and word.lower() not in stopwords
+           and any(ch.isalnum() for ch in word) for k, word in enumerate(words)):
+        return True
+    return any(all(w.lower() in stopwords for w in words[j:a]) for (_, j), (a, _) in zip(names, names[1:]))
 
 
 def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntity) -> bool:
