@@ -51,6 +51,8 @@ def subgraph(tmp_path_factory):
     ("where was the founder of something born", AskedKind("entity", None, place=True)),
     ("how many films did something direct", AskedKind("number", None)),
     ("what else did the director of something make", AskedKind(None, None)),
+    ("what is the company something works for", AskedKind("entity", "company")),  # the topic ends the noun
+    ("what is the name of something's wife", AskedKind(None, None)),  # a name is no kind
 ])
 def test_the_asked_kind_is_read_from_the_question(probe, expected):
     assert asked_kind(probe) == expected
@@ -201,3 +203,66 @@ def test_a_question_for_a_number_the_subgraph_lacks_is_declined(tmp_path, subgra
         assert not tall.answers and "asks for a number" in tall.declined
         assert engine.ask("how tall is Ann", topics=["Ann"], decline_below=0).answers  # declining off: the ranking
         assert engine.ask("how tall is Ann", topics=["Ann"], answer_kind=False, decline_below=0).answers
+
+
+EMPLOYERS = [  # Freebase property names: what each property calls its objects types them
+    "Ann|/people/person/employment_history./business/employment_tenure/company|Acme Motors",
+    "Acme Motors|/organization/organization/founders|Carl",
+    "Acme Motors|/business/business_operation/industry|automotive",
+    "Carl|/people/person/place_of_birth|Strelsau",
+    "Ann|/people/person/education./education/education/institution|University of Zenda",
+    "University of Zenda|/location/location/containedby|Zenda",
+    "Zenda|/location/location/containedby|Ruritania",
+    "Ann|/people/person/place_of_birth|Strelsau",
+]
+
+
+@pytest.mark.parametrize("probe, expected", [
+    ("who founded the company something works for", "company"),
+    ("where is the firm something works at headquartered", "firm"),
+    ("which city is something's university in", "university"),
+    ("who started something's employer", "employer"),
+    ("who directed the film something", None),  # the film is the topic itself
+    ("what genre is the film something in", None),
+    ("where was the founder of something born", None),
+])
+def test_the_neighbour_a_question_names_on_the_way_is_read(probe, expected):
+    from kgqa.methods.kgfr.answer_kind import named_neighbour
+
+    assert named_neighbour(probe) == expected
+
+
+def test_a_candidate_that_is_the_neighbour_the_question_names_loses_to_what_it_asks_for(tmp_path):
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.retrieval.app import retrieve
+    from kgqa.retrieval.store_url import open_store
+
+    store = open_store(store_from_lines(tmp_path, "jobs", EMPLOYERS), "jobs")
+    try:
+        sg = retrieve(store, [KGNamespace("jobs").entity("Ann")], 3, 100)
+        index = {label: i for i, label in enumerate(sg.node_labels)}
+        scores = torch.zeros(sg.num_nodes)
+        scores[index["Ann"]] = float("-inf")
+        # the scorer prefers the neighbour the question names (the path's middle entity)
+        scores[index["Acme Motors"]], scores[index["University of Zenda"]] = 100.0, 90.0
+        scores[index["Carl"]], scores[index["Zenda"]], scores[index["Strelsau"]] = 50.0, 40.0, 45.0
+        scores[index["automotive"]] = 60.0
+        encoder = TextEncoder()
+
+        def below(probe: str, loser: str, winner: str) -> bool:
+            ranked, _ = demote_wrong_kind(scores, sg, probe, encoder)
+            return bool(ranked[index[loser]] < ranked[index[winner]])
+
+        assert below("who founded the company something works for", "Acme Motors", "Carl")
+        assert below("who started something's employer", "Acme Motors", "Carl")
+        assert below("which city is something's university in", "University of Zenda", "Zenda")
+        # what lies beyond the named neighbour is not it, however its type reads ("industry" ~ "company")
+        assert below("what sector is the company something works for in", "Acme Motors", "automotive")
+        # where the question asks for that noun itself, it stays above
+        assert below("who is something's employer", "Carl", "Acme Motors")
+        assert below("what is the name of something's employer", "Carl", "Acme Motors")
+        assert below("what is the company something works for", "Carl", "Acme Motors")
+        assert below("which company does something work for", "Carl", "Acme Motors")
+        assert below("which university did something attend", "Zenda", "University of Zenda")
+    finally:
+        store.close()

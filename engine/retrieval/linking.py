@@ -207,8 +207,8 @@ def _fallback(store: SearchesLabels, spans: list[tuple[int, int, str]], encoder,
                 scored.append((hits[0].score, i, j, hits[0]))
     # a name too near two labels to choose is not read as another name inside it ("Maria P. Zauuberg":
     # Zauruberg or Zautuberg, not the city "Maira" one swap from "Maria")
-    scored = [s for s in scored if not any(a <= s[1] and s[2] <= b and b - a > s[2] - s[1] and s[3].entity.iri not in tied
-                                           for a, b, tied in tied_spans)]
+    scored = [s for s in scored if not any(a <= s[1] and s[2] <= b and b - a > s[2] - s[1] and s[3].entity.iri not in among
+                                           for a, b, among in tied_spans)]
     if not scored and embedding and not tied_spans:
         encoder = encoder or _shared_encoder()
         more = _search(store, texts, any_word=True, limit=EMBEDDING_CANDIDATES) or {}

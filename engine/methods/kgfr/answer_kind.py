@@ -27,14 +27,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 
 import numpy as np
 import torch
 
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
+from kgqa.retrieval.linking import STOPWORDS
+from kgqa.retrieval.relation_text import TOPIC_MASK, agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
 _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
 _QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
@@ -56,6 +57,12 @@ TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much li
 # the asked noun must be (nearly) the word a relation's objects are called by: "actors" ~ "starred actors" 0.81,
 # "genres" ~ "genre" 0.91 count; "company" ~ "industry" 0.71 or "films" ~ "director" 0.56 do not
 ROLE_MATCH_FLOOR = 0.75
+# the noun a question calls the topic's neighbour by: "the company X works for", "X's university"
+_NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOPIC_MASK}['’]s ([a-z][a-z\-]*)")
+NAMED_FLOOR = 0.6  # a candidate's type must read this much like that noun to be taken for the neighbour ("institution" ~ "university" 0.73)
+_COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} )")
+_NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
+SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked one ("films" and "film")
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
 TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below the best typed candidate's is of another kind
 
@@ -83,7 +90,9 @@ def asked_kind(probe: str) -> AskedKind:
             noun = match.group(1)
             break
     if noun is None and (match := _THE_X_OF.search(text)):
-        noun = match.group(1)
+        noun = match.group(1).split(f" {TOPIC_MASK}")[0]  # "what is the company X works for": the company
+    if noun in _NAME_WORDS:  # "what is the name of X's dog": no kind said, an entity asked for
+        noun = None
     head = noun.split()[-1] if noun else None  # "birth year" → year
     if _WHEN.search(text) or head in _TIME_WORDS:
         return AskedKind("time", noun)
@@ -94,6 +103,19 @@ def asked_kind(probe: str) -> AskedKind:
     if noun or _WHO.search(text):
         return AskedKind("entity", noun)
     return AskedKind(None, None)
+
+
+def named_neighbour(probe: str) -> str | None:
+    """The noun a question calls the entity between its topic and its answer by: "company" in "who
+    founded the company X works for", "university" in "which city is X's university in" (the probe:
+    topics masked). "The film X" followed by no verb ("who directed the film X", "what genre is the
+    film X in") names the topic itself, and is not read."""
+    match = _NAMED_NEIGHBOUR.search(probe.lower())
+    if match is None:
+        return None
+    if match.group(1) is not None:
+        return match.group(1) if match.group(2) not in STOPWORDS else None
+    return match.group(3)  # "X's spouse": the neighbour only where the question asks for another noun (`_neighbour_mismatch`)
 
 
 def literal_kind(label: str) -> str | None:
@@ -269,6 +291,36 @@ def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ign
     return mismatch
 
 
+def _asks_for_it(probe: str, asked: AskedKind) -> bool:
+    """Whether the neighbour a question names is what it asks for: "who is X's director", "what was the
+    name of X's dog", "what is the company X works for" (where "who started X's employer" asks for
+    someone the employer leads to, and "where is the firm X works at headquartered" for a place)."""
+    return (asked.noun is None or asked.noun in _NAME_WORDS) and _COPULA_NEIGHBOUR.match(probe.lower()) is not None
+
+
+def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The typed nodes that read as the neighbour the question names on the way to its answer (the
+    company, for "who founded the company X works for"): one hop from a topic, their best type reads
+    like that noun (NAMED_FLOOR) and more than like the asked noun. Nothing where the question names no neighbour,
+    or names the asked kind again ("which films share a director with the film X")."""
+    mismatch = np.zeros(sg.num_nodes, dtype=bool)
+    noun = named_neighbour(probe)
+    if noun is None or _asks_for_it(probe, asked):
+        return mismatch
+    if asked.noun is not None and asked.noun not in _NAME_WORDS:
+        named, wanted = encoder.encode([noun, asked.noun])
+        if float(named @ wanted) >= SAME_NOUN:
+            return mismatch
+    types, _ = node_types(sg, subject_relations)
+    if not types:
+        return mismatch
+    like_named = _reads_as(types, noun, encoder)
+    like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
+    for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
+        mismatch[node] = sg.node_hop[node] == 1 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
+    return mismatch
+
+
 def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The nodes whose kind is not the one the question asks for (a bool per node; all False when the
     question names no kind or the subgraph shows none). `subject_relations`: called only when types
@@ -288,6 +340,8 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         mismatch |= found if found.any() else then()
     elif asked.place and encoder is not None:
         mismatch |= _persons(sg, encoder, subject_relations)
+    if asked.literal == "entity" and encoder is not None:
+        mismatch |= _neighbour_mismatch(sg, asked, probe, encoder, subject_relations)
     return mismatch
 
 
@@ -299,6 +353,7 @@ def store_subject_relations(store: object, sg: Subgraph, scores: torch.Tensor) -
     if not isinstance(store, KnowsSubjectRelations) or not any(map(is_freebase_path, sg.relation_labels)):
         return None
 
+    @cache  # one round trip however many kinds are read
     def ask() -> dict[int, list[str]]:
         finite = torch.isfinite(scores)
         top = [int(i) for i in torch.argsort(scores, descending=True)[:STORE_TYPED] if finite[i]]
