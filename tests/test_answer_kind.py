@@ -179,7 +179,7 @@ def test_freebase_property_names_type_their_subjects_and_objects_and_the_store_t
         assert store.subject_relations([KGNamespace("fb").entity("Zenda")]) == {
             KGNamespace("fb").entity("Zenda"): ["/location/location/containedby"]}  # the fact beyond the subgraph
         where, _ = demote_wrong_kind(scores, sg, "where was something's husband born", encoder)
-        assert first(where) == "Zenda" and where[index["Bob"]] < where[index["Strelsau"]]  # a person is no "where"
+        assert first(where) == "Zenda" and where[index["Bob"]] < where[index["Ruritania"]]  # a person is no "where"
         untouched = store.round_trips
         demote_wrong_kind(scores, sg, "who is something married to", encoder, store)  # no noun: no types read
         assert store.round_trips == untouched
@@ -214,6 +214,7 @@ EMPLOYERS = [  # Freebase property names: what each property calls its objects t
     "University of Zenda|/location/location/containedby|Zenda",
     "Zenda|/location/location/containedby|Ruritania",
     "Ann|/people/person/place_of_birth|Strelsau",
+    "Strelsau|/location/location/containedby|Ruritania",
 ]
 
 
@@ -264,5 +265,10 @@ def test_a_candidate_that_is_the_neighbour_the_question_names_loses_to_what_it_a
         assert below("what is the company something works for", "Carl", "Acme Motors")
         assert below("which company does something work for", "Carl", "Acme Motors")
         assert below("which university did something attend", "Zenda", "University of Zenda")
+        # what is asked of the named neighbour is not the topic's own: Ann's birthplace is not her university's city
+        scores[index["Strelsau"]] = 95.0
+        assert below("which city is something's university in", "Strelsau", "Zenda")
+        assert below("which city was something born in", "Zenda", "Strelsau")  # no neighbour named: her own
+        assert below("which city is something's birthplace", "Zenda", "Strelsau")  # the neighbour named is the one asked
     finally:
         store.close()

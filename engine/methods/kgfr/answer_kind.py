@@ -61,6 +61,8 @@ ROLE_MATCH_FLOOR = 0.75
 _NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOPIC_MASK}['’]s ([a-z][a-z\-]*)")
 NAMED_FLOOR = 0.6  # a candidate's type must read this much like that noun to be taken for the neighbour ("institution" ~ "university" 0.73)
 _COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} )")
+# "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
+_ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+{TOPIC_MASK}['’]s\s+[a-z\-]+\W*$")
 _NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked one ("films" and "film")
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
@@ -293,9 +295,11 @@ def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ign
 
 def _asks_for_it(probe: str, asked: AskedKind) -> bool:
     """Whether the neighbour a question names is what it asks for: "who is X's director", "what was the
-    name of X's dog", "what is the company X works for" (where "who started X's employer" asks for
+    name of X's dog", "what is the company X works for", "which city is X's birthplace" (where "who started X's employer" asks for
     someone the employer leads to, and "where is the firm X works at headquartered" for a place)."""
-    return (asked.noun is None or asked.noun in _NAME_WORDS) and _COPULA_NEIGHBOUR.match(probe.lower()) is not None
+    text = probe.lower()
+    return _ENDS_ON_NEIGHBOUR.match(text) is not None or (
+        (asked.noun is None or asked.noun in _NAME_WORDS) and _COPULA_NEIGHBOUR.match(text) is not None)
 
 
 def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -318,6 +322,12 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
     for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
         mismatch[node] = sg.node_hop[node] == 1 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
+    if mismatch.any():  # what the question asks of the neighbour lies beyond it: not among the topic's other neighbours,
+        heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])  # unless the neighbour leads there too
+        through = np.zeros(sg.num_nodes, dtype=bool)
+        through[tails[mismatch[heads]]] = True
+        through[heads[mismatch[tails]]] = True
+        mismatch |= (np.asarray(sg.node_hop) == 1) & ~through
     return mismatch
 
 
