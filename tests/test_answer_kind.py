@@ -225,7 +225,9 @@ EMPLOYERS = [  # Freebase property names: what each property calls its objects t
     ("who started something's employer", "employer"),
     ("who directed the film something", None),  # the film is the topic itself
     ("what genre is the film something in", None),
-    ("where was the founder of something born", None),
+    ("where was the founder of something born", "founder"),
+    ("where was the founder of something's employer born", "employer"),
+    ("what is the hometown of the filmmaker behind something", "filmmaker"),
 ])
 def test_the_neighbour_a_question_names_on_the_way_is_read(probe, expected):
     from kgqa.methods.kgfr.answer_kind import named_neighbour
@@ -263,6 +265,8 @@ def test_a_candidate_that_is_the_neighbour_the_question_names_loses_to_what_it_a
         assert below("who is something's employer", "Carl", "Acme Motors")
         assert below("what is the name of something's employer", "Carl", "Acme Motors")
         assert below("what is the company something works for", "Carl", "Acme Motors")
+        assert below("what is the employer of something", "Carl", "Acme Motors")
+        assert below("which firm is the employer of something", "Carl", "Acme Motors")
         assert below("which company does something work for", "Carl", "Acme Motors")
         assert below("which university did something attend", "Zenda", "University of Zenda")
         # what is asked of the named neighbour is not the topic's own: Ann's birthplace is not her university's city

@@ -58,11 +58,12 @@ TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much li
 # "genres" ~ "genre" 0.91 count; "company" ~ "industry" 0.71 or "films" ~ "director" 0.56 do not
 ROLE_MATCH_FLOOR = 0.75
 # the noun a question calls the topic's neighbour by: "the company X works for", "X's university"
-_NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOPIC_MASK}['’]s ([a-z][a-z\-]*)")
+_NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOPIC_MASK}['’]s ([a-z][a-z\-]*)"
+                              rf"|\bthe ([a-z][a-z\-]*) (?:of|behind) {TOPIC_MASK}\b(?!['’]s)")
 NAMED_FLOOR = 0.6  # a candidate's type must read this much like that noun to be taken for the neighbour ("institution" ~ "university" 0.73)
-_COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} )")
+_COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} |the [a-z\-]+ (?:of|behind) {TOPIC_MASK}\b)")
 # "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
-_ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+{TOPIC_MASK}['’]s\s+[a-z\-]+\W*$")
+_ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
 _NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked one ("films" and "film")
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
@@ -109,7 +110,8 @@ def asked_kind(probe: str) -> AskedKind:
 
 def named_neighbour(probe: str) -> str | None:
     """The noun a question calls the entity between its topic and its answer by: "company" in "who
-    founded the company X works for", "university" in "which city is X's university in" (the probe:
+    founded the company X works for", "university" in "which city is X's university in", "director" in
+    "where was the director of X born" (not "the founder of X's employer": that is the employer; the probe:
     topics masked). "The film X" followed by no verb ("who directed the film X", "what genre is the
     film X in") names the topic itself, and is not read."""
     match = _NAMED_NEIGHBOUR.search(probe.lower())
@@ -117,7 +119,7 @@ def named_neighbour(probe: str) -> str | None:
         return None
     if match.group(1) is not None:
         return match.group(1) if match.group(2) not in STOPWORDS else None
-    return match.group(3)  # "X's spouse": the neighbour only where the question asks for another noun (`_neighbour_mismatch`)
+    return match.group(3) or match.group(4)  # "X's spouse", "the spouse of X": the neighbour only where the question asks for another noun (`_neighbour_mismatch`)
 
 
 def literal_kind(label: str) -> str | None:
