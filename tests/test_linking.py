@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from conftest import all_label_pages, store_from_lines
 
 from kgqa.retrieval.linking import link
@@ -137,6 +139,10 @@ def test_normalised_labels_fold_case_accents_and_punctuation_on_both_paths():
         assert normalise_label(text) == unicode_path(text), repr(text)
 
 
+def _topic_labels(store, question: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [t.entity.label for t in link(store, question).topics]
+
+
 def test_a_misspelling_reads_as_its_likeliest_slip(tmp_path):
     store = open_store(store_from_lines(tmp_path, "slips", [
         "Anna Thaushoun|born_in|Thaushoun",
@@ -150,7 +156,7 @@ def test_a_misspelling_reads_as_its_likeliest_slip(tmp_path):
         "Broken Lantern LXXIV|directed_by|Anna Thushoun",
         "Broken Lantern XXXIV|directed_by|Anna Thushoun",
     ]), "slips")
-    labels = lambda question: [t.entity.label for t in link(store, question).topics]  # noqa: E731
+    labels = partial(_topic_labels, store)
     # two letters swapped is likelier than a stray "a" (which must also pick its letter)
     assert labels("which country is Tahushoun in") == ["Thaushoun"]
     # ... and than a letter replaced: the misspelt number extends the title's match as written
@@ -170,7 +176,7 @@ def test_a_misspelt_title_made_of_two_names_and_a_misspelt_suffix_reach_the_labe
         "David Gapastad|works_for|Green Motors",
         "David Gapastad Jr.|works_for|Blue Motors",
     ]), "titles2")
-    labels = lambda question: [t.entity.label for t in link(store, question).topics]  # noqa: E731
+    labels = partial(_topic_labels, store)
     # two names matched as written with only a function word between them: one misspelt title
     assert labels("who was Retun to Theseis directed by") == ["Return to Theseis"]
     # ... while two names apart stay two
