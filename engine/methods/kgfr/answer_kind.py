@@ -307,7 +307,8 @@ def _asks_for_it(probe: str, asked: AskedKind) -> bool:
 def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The typed nodes that read as the neighbour the question names on the way to its answer (the
     company, for "who founded the company X works for"): one hop from a topic, their best type reads
-    like that noun (NAMED_FLOOR) and more than like the asked noun. Nothing where the question names no neighbour,
+    like that noun (NAMED_FLOOR) and more than like the asked noun; where some do, the topic's other one-hop
+    neighbours too, unless the named one leads to them. Nothing where the question names no neighbour,
     or names the asked kind again ("which films share a director with the film X")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun = named_neighbour(probe)
