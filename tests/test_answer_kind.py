@@ -145,6 +145,35 @@ FREEBASE = [  # no type relation, but Freebase property names say their subjects
 ]
 
 
+WORKS = [  # no types: the films are what someone directed or wrote, the people and the company are objects
+    "The Apartment|written_by|I. A. L. Diamond",
+    "The Apartment|directed_by|Billy Wilder",
+    "Merry Andrew|written_by|I. A. L. Diamond",
+    "Merry Andrew|directed_by|Michael Kidd",
+    "I. A. L. Diamond|works_for|Mirisch Company",
+    "Mirisch Company|founded_by|Walter Mirisch",
+]
+
+
+def test_who_asks_for_no_work_in_a_kg_without_types(tmp_path):
+    sg = subgraph_from_lines(tmp_path, "works", WORKS, "I. A. L. Diamond")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["I. A. L. Diamond"]] = float("-inf")
+    scores[index["The Apartment"]], scores[index["Merry Andrew"]] = 10.0, 9.0  # the films the question walks through
+    scores[index["Mirisch Company"]] = 5.0
+
+    def ranked(probe: str) -> list[str]:
+        demoted, _ = demote_wrong_kind(scores, sg, probe, None)
+        return [sg.node_labels[int(i)] for i in torch.argsort(demoted, descending=True) if torch.isfinite(demoted[i])]
+
+    assert ranked("who directed the scripts something wrote")[-2:] == ["The Apartment", "Merry Andrew"]
+    # a company is founded by someone, but someone works for it: an object, not demoted
+    assert ranked("who does something work for")[0] == "Mirisch Company"
+    assert not wrong_kind(sg, "who directed the scripts something wrote", None)[index["Mirisch Company"]]
+    assert ranked("what did something write")[0] == "The Apartment"  # only "who" reads it
+
+
 def test_freebase_property_names_type_their_subjects_and_objects_and_the_store_types_the_rest(tmp_path):
     from kgqa.core.namespace import KGNamespace
     from kgqa.retrieval.app import retrieve

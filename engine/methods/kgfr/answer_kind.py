@@ -19,7 +19,9 @@ tells a city from a country only through its paths, which the path reader reads
 (kgfr/path_reader.py); this gate adds what a pooled or per-hop cosine cannot be sure of.
 By literals and types, a candidate whose kind is unknown is never penalised; where the noun names a
 relation's objects, every candidate that is none of them is. "Where" names no kind, but it never
-asks for a person: a person-typed candidate loses. The gate does nothing unless the subgraph holds
+asks for a person: a person-typed candidate loses. "Who" names no kind either, but in a KG without types
+it never asks for a work: the subject of a fact whose relation names its object's agent (a film
+`directed_by` someone) loses unless some fact of the subgraph has it as its object. The gate does nothing unless the subgraph holds
 candidates of both the asked and another kind."""
 
 from __future__ import annotations
@@ -295,6 +297,22 @@ def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ign
     return mismatch
 
 
+def _works(sg: Subgraph) -> np.ndarray:
+    """In a KG without types, what a "who" question cannot ask for: the subject of a fact whose
+    relation names its object's agent (a film `directed_by` or `written_by` someone) that is the object of
+    no fact of the subgraph. "Who directed the scripts X wrote" is answered by the director, not by the
+    script X wrote; a company that someone `works_for` is an object, and keeps its place ("who does X
+    work for")."""
+    agent = [kind == "passive" and agent_noun(words) is not None for kind, words in map(relation_words, sg.relation_labels)]
+    mismatch = np.zeros(sg.num_nodes, dtype=bool)
+    if sg.num_edges == 0 or not any(agent):
+        return mismatch
+    subject, obj = fact_ends(sg)
+    mismatch[subject[np.asarray(agent)[np.asarray(sg.edge_type) // 2]]] = True
+    mismatch[obj] = False
+    return mismatch
+
+
 def _asks_for_it(probe: str, asked: AskedKind) -> bool:
     """Whether the neighbour a question names is what it asks for: "who is X's director", "what was the
     name of X's dog", "what is the company X works for", "which city is X's birthplace" (where "who started X's employer" asks for
@@ -353,6 +371,8 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         mismatch |= found if found.any() else then()
     elif asked.place and encoder is not None:
         mismatch |= _persons(sg, encoder, subject_relations)
+    elif asked.literal == "entity" and asked.noun is None and _WHO.search(probe.lower()) and not node_types(sg)[0]:
+        mismatch |= _works(sg)
     if asked.literal == "entity" and encoder is not None:
         mismatch |= _neighbour_mismatch(sg, asked, probe, encoder, subject_relations)
     return mismatch
