@@ -186,8 +186,7 @@ def test_a_misspelt_title_made_of_two_names_and_a_misspelt_suffix_reach_the_labe
     assert labels("which company does David Gapastad work for") == ["David Gapastad"]
 
 
-
-def test_a_name_word_that_lost_its_capital_beside_another_name_reaches_the_label_search(tmp_path, monkeypatch):
+def test_a_name_word_that_lost_its_capital_reaches_the_label_search(tmp_path, monkeypatch):
     store = open_store(store_from_lines(tmp_path, "films", [
         "Vupau|located_in|Konia",
         "Vupau Nights|directed_by|Mia Brown",

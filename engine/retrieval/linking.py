@@ -141,10 +141,8 @@ def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stop
         return True
     covered = {k for i, j, _ in chosen for k in range(i, j)}
     words = [m.group() for m in _TOKEN.finditer(question)]
-    if any(k not in covered and (_capitalised(word) or any(ch.isupper() for ch in word)) and word.lower() not in stopwords
-           and any(ch.isalnum() for ch in word) for k, word in enumerate(words)):
-        return True
-    if any(k not in covered and _unknown_word(word, stopwords) for k, word in enumerate(words)):
+    if any(k not in covered and ((_capitalised(word) or any(ch.isupper() for ch in word)) and word.lower() not in stopwords
+                                 and any(ch.isalnum() for ch in word) or _unknown_word(word, stopwords)) for k, word in enumerate(words)):
         return True
     return any(all(w.lower() in stopwords for w in words[j:a]) for (_, j), (a, _) in zip(names, names[1:]))
 
@@ -152,9 +150,10 @@ def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stop
 def _unknown_word(word: str, stopwords: frozenset[str]) -> bool:
     """A lower-case word no English word list knows: a name's word that lost its capital to a
     misspelling ("Vupau ights": the film "Vupau Nights" without its N, where the city "Vupau" is
-    another entity; "The parvest of Shiso", where the city Shiso is). The list is the text encoder's vocabulary (30,522 word pieces,
-    whole words among them: "directed", "penned", "headquartered"), so that a question whose names match
-    as written and whose other words are English never reaches the label search."""
+    another entity; "The parvest of Shiso", where the city Shiso is). The list is the text encoder's
+    vocabulary (30,522 word pieces, whole words among them: "directed", "penned", "headquartered"), so
+    that a question whose names match as written and whose other words are English never reaches the
+    label search."""
     return word.isalpha() and word.islower() and len(word) >= 3 and word not in stopwords and word not in _english_words()
 
 
