@@ -45,7 +45,7 @@ def subgraph(tmp_path_factory):
     ("in which year did something come out", AskedKind("time", "year")),
     ("what is the birth year of something", AskedKind("time", "birth year")),
     ("which country was something born in", AskedKind("entity", "country")),
-    ("what sort of movie is something", AskedKind("entity", "movie")),
+    ("what sort of movie is something", AskedKind("entity", "movie", category=True)),
     ("name the director of something", AskedKind("entity", "director")),
     ("who directed something", AskedKind("entity", None)),
     ("where was the founder of something born", AskedKind("entity", None, place=True)),
@@ -132,6 +132,21 @@ def test_a_noun_that_names_a_relations_objects_keeps_only_those_objects(tmp_path
     # "films" is what no relation's objects are called here: only the year moves (no film is a year)
     moved, count = demote_wrong_kind(scores, sg, "which films did the stars of something make", encoder)
     assert count == 1 and moved[index["1942"]] < scores[index["1942"]]
+
+
+
+def test_a_kind_of_work_asks_for_the_objects_called_its_genre(tmp_path):
+    sg = subgraph_from_lines(tmp_path, "roles", ROLES, "Kismet")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    encoder = TextEncoder()
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["Kismet"]] = float("-inf")
+    scores[index["Random Harvest"]] = 10.0  # the film the question walks through, the scorer's favourite
+    demoted, _ = demote_wrong_kind(scores, sg, "what kinds of films has the star of something been in", encoder)
+    assert sg.node_labels[int(torch.argmax(demoted))] == "Drama"  # the object of has_genre
+    # "which films" asks for films themselves: the genre keeps its place below the film
+    moved, _ = demote_wrong_kind(scores, sg, "which films has the star of something been in", encoder)
+    assert sg.node_labels[int(torch.argmax(moved))] == "Random Harvest"
 
 
 FREEBASE = [  # no type relation, but Freebase property names say their subjects' types

@@ -12,8 +12,9 @@ Kinds a KG shows without a model:
   last property calls its objects (a "company", a "profession", a "nationality"), for the
   candidates that are an end of some fact of the subgraph;
 - roles: where the asked noun is what a relation's objects are called ("which actors" and
-  `starred_actors`, "which genres" and `has_genre`), the candidates that are the object of no such
-  relation in the subgraph (the films a "which actors has X directed" walks through).
+  `starred_actors`, "which genres" and `has_genre`; "what kind of films" and `has_genre` too), the
+  candidates that are the object of no such relation in the subgraph (the films a "which actors has X
+  directed" walks through, and those a "what kinds of films has X been in" walks through).
 A KG without types or such words (the scale KG's `located_in` holds cities and countries alike)
 tells a city from a country only through its paths, which the path reader reads
 (kgfr/path_reader.py); this gate adds what a pooled or per-hop cosine cannot be sure of.
@@ -46,7 +47,7 @@ _NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "c
 _AUXILIARIES = {"is", "was", "are", "were", "be", "been", "does", "did", "do", "has", "have", "had", "can", "could", "will",
                 "would", "should", "of", "about", "else", "other", "others", "the", "a", "an", "things", "thing", "one", "ones",
                 "kind", "kinds", "sort", "sorts", "type", "types"}
-_WH = re.compile(r"\b(?:which|what)\s+(?:(?:kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)")
+_WH = re.compile(r"\b(?:which|what)\s+(?:(kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)")
 _THE_X_OF = re.compile(r"\b(?:what(?:'s| is| was| are| were)|name|list|tell me|give me)\s+(?:all\s+)?the\s+([a-z][a-z\- ]*?)\s+(?:of|for|in|behind)\b")
 _WHEN = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|years|date|decade|century)\b)|\b(?:what|which)\s+year\b")
 _WHO = re.compile(r"^\W*(?:who|whom)\b|\bby whom\b")
@@ -84,15 +85,16 @@ class AskedKind:
     literal: str | None
     noun: str | None
     place: bool = False  # "where …": whatever place it is, no person
+    category: bool = False  # "what kind of films …": a kind of the noun is asked for, not one of them
 
 
 def asked_kind(probe: str) -> AskedKind:
     """The kind of answer a question asks for, from its words (the probe: topics masked)."""
     text = probe.lower()
-    noun = None
+    noun, category = None, False
     for match in _WH.finditer(text):  # one word: in "which person directed …" the next is a verb, not part of the kind
-        if match.group(1) not in _AUXILIARIES:
-            noun = match.group(1)
+        if match.group(2) not in _AUXILIARIES:
+            noun, category = match.group(2), match.group(1) is not None
             break
     if noun is None and (match := _THE_X_OF.search(text)):
         noun = match.group(1).split(f" {TOPIC_MASK}")[0]  # "what is the company X works for": the company
@@ -106,7 +108,7 @@ def asked_kind(probe: str) -> AskedKind:
     if re.search(r"^\W*where\b", text):
         return AskedKind("entity", noun, place=True)
     if noun or _WHO.search(text):
-        return AskedKind("entity", noun)
+        return AskedKind("entity", noun, category=category)
     return AskedKind(None, None)
 
 
@@ -278,15 +280,25 @@ def object_role(label: str) -> str:
     return (agent_noun(words) or words) if kind == "passive" else words
 
 
-def _role_mismatch(sg: Subgraph, noun: str, encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Where the asked noun is what some relation's objects are called ("which actors" and
-    `starred_actors`): the nodes that are the object of no such relation in the subgraph."""
+def role_words(noun: str, category: bool) -> list[str]:
+    """What a relation's objects may be called to be what the question asks for: its noun, and for a
+    kind of it ("what kind of films") also the word English has for a kind of work ("film genre" ~
+    `has_genre` 0.81, where "kind of films" reads most like it at 0.51, below ROLE_MATCH_FLOOR)."""
+    if not category:
+        return [noun]
+    singular = noun[:-1] if noun.endswith("s") and not noun.endswith("ss") and len(noun) > 3 else noun
+    return [noun, f"{singular} genre"]
+
+
+def _role_mismatch(sg: Subgraph, nouns: list[str], encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Where the asked noun (or, for a kind of it, its genre: `role_words`) is what some relation's
+    objects are called ("which actors" and `starred_actors`): the nodes that are the object of no such
+    relation in the subgraph."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     if sg.num_edges == 0:
         return mismatch
     roles = [object_role(label) for label in sg.relation_labels]
-    [asked] = encoder.encode([noun])
-    similarity = encoder.encode(roles) @ asked
+    similarity = (encoder.encode(roles) @ encoder.encode(nouns).T).max(axis=1)
     top = float(similarity.max())
     if top < ROLE_MATCH_FLOOR:
         return mismatch
@@ -362,7 +374,7 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         mismatch |= _literal_mismatch(sg, asked.literal)
     if asked.noun and asked.literal == "entity" and encoder is not None:
         by_type = partial(_type_mismatch, sg, asked.noun, encoder, subject_relations)
-        by_role = partial(_role_mismatch, sg, asked.noun, encoder)
+        by_role = partial(_role_mismatch, sg, role_words(asked.noun, asked.category), encoder)
         # a KG's own type facts say most; without them, a noun that names a relation's objects ("which
         # industry" and `industry`) says more than the types Freebase property names give (all companies
         # are "business operation"s, and an industry, only ever an object, has none)
