@@ -1,6 +1,7 @@
-"""What the question asks for (issue 46, part 2): the answer's kind read from the question's words and
-each candidate's kind read from the KG, so that a candidate of the wrong kind loses ("which country
-was X born in" is not answered with X's birth year; "when was X released" not with its director).
+"""What the question asks for (issue 46, part 2): the answer's kind read from the question's words
+(kgfr/asked_kind.py) and each candidate's kind read from the KG, so that a candidate of the wrong kind
+loses ("which country was X born in" is not answered with X's birth year; "when was X released" not
+with its director).
 
 Kinds a KG shows without a model:
 - literals: a label that is a year, a date or a number (MetaQA's release years, Freebase dates);
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache, partial
 
 import numpy as np
@@ -37,20 +37,9 @@ import torch
 
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.retrieval.linking import STOPWORDS
-from kgqa.retrieval.relation_text import TOPIC_MASK, agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, QUANTITIES, QUANTITY, WHO, AskedKind, asked_kind, asks_for_it, named_neighbour, role_words
+from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
-_TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
-_QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
-_NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight", "revenue", "salary",
-                 "runtime", "duration", "rating", "score", "price", "many", "much"}
-_AUXILIARIES = {"is", "was", "are", "were", "be", "been", "does", "did", "do", "has", "have", "had", "can", "could", "will",
-                "would", "should", "of", "about", "else", "other", "others", "the", "a", "an", "things", "thing", "one", "ones",
-                "kind", "kinds", "sort", "sorts", "type", "types"}
-_WH = re.compile(r"\b(?:which|what)\s+(?:(kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)")
-_THE_X_OF = re.compile(r"\b(?:what(?:'s| is| was| are| were)|name|list|tell me|give me)\s+(?:all\s+)?the\s+([a-z][a-z\- ]*?)\s+(?:of|for|in|behind)\b")
-_WHEN = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|years|date|decade|century)\b)|\b(?:what|which)\s+year\b")
-_WHO = re.compile(r"^\W*(?:who|whom)\b|\bby whom\b")
 _YEAR = re.compile(r"^\s*(?:1[0-9]{3}|20[0-9]{2})\s*$")
 _DATE = re.compile(r"^\s*\d{4}-\d{2}(?:-\d{2})?(?:[T ].*)?$|^\s*\d{1,2} [A-Z][a-z]+ \d{4}\s*$")
 _NUMBER = re.compile(r"^\s*[-+]?\d[\d,]*(?:\.\d+)?\s*$")
@@ -60,70 +49,13 @@ TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much li
 # the asked noun must be (nearly) the word a relation's objects are called by: "actors" ~ "starred actors" 0.81,
 # "genres" ~ "genre" 0.91 count; "company" ~ "industry" 0.71 or "films" ~ "director" 0.56 do not
 ROLE_MATCH_FLOOR = 0.75
-# the noun a question calls the topic's neighbour by: "the company X works for", "X's university"
-_NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOPIC_MASK}['’]s ([a-z][a-z\-]*)"
-                              rf"|\bthe ([a-z][a-z\-]*) (?:of|behind) {TOPIC_MASK}\b(?!['’]s)")
 NAMED_FLOOR = 0.6  # a candidate's type must read this much like that noun to be taken for the neighbour ("institution" ~ "university" 0.73)
-_COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} |the [a-z\-]+ (?:of|behind) {TOPIC_MASK}\b)")
-# "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
-_ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
-_NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked one ("films" and "film")
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
 TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below the best typed candidate's is of another kind
 
 
 SubjectRelations = Callable[[], dict[int, list[str]]]  # node → labels of the relations it is the subject of
-
-
-@dataclass(frozen=True)
-class AskedKind:
-    """`literal`: "time" (when / what year), "number" (how many / what population), "entity" (who,
-    which country, …: not a bare year or number) or None (the question does not say); `noun`: the
-    kind's words where the question names one ("country", "birth year")."""
-
-    literal: str | None
-    noun: str | None
-    place: bool = False  # "where …": whatever place it is, no person
-    category: bool = False  # "what kind of films …": a kind of the noun is asked for, not one of them
-
-
-def asked_kind(probe: str) -> AskedKind:
-    """The kind of answer a question asks for, from its words (the probe: topics masked)."""
-    text = probe.lower()
-    noun, category = None, False
-    for match in _WH.finditer(text):  # one word: in "which person directed …" the next is a verb, not part of the kind
-        if match.group(2) not in _AUXILIARIES:
-            noun, category = match.group(2), match.group(1) is not None
-            break
-    if noun is None and (match := _THE_X_OF.search(text)):
-        noun = match.group(1).split(f" {TOPIC_MASK}")[0]  # "what is the company X works for": the company
-    if noun in _NAME_WORDS:  # "what is the name of X's dog": no kind said, an entity asked for
-        noun = None
-    head = noun.split()[-1] if noun else None  # "birth year" → year
-    if _WHEN.search(text) or head in _TIME_WORDS:
-        return AskedKind("time", noun)
-    if re.search(r"\bhow (?:many|much|tall|old|long|big|high)\b", text) or head in _NUMBER_WORDS:
-        return AskedKind("number", noun)
-    if re.search(r"^\W*where\b", text):
-        return AskedKind("entity", noun, place=True)
-    if noun or _WHO.search(text):
-        return AskedKind("entity", noun, category=category)
-    return AskedKind(None, None)
-
-
-def named_neighbour(probe: str) -> str | None:
-    """The noun a question calls the entity between its topic and its answer by: "company" in "who
-    founded the company X works for", "university" in "which city is X's university in", "director" in
-    "where was the director of X born" (not "the founder of X's employer": that is the employer; the probe:
-    topics masked). "The film X" followed by no verb ("who directed the film X", "what genre is the
-    film X in") names the topic itself, and is not read."""
-    match = _NAMED_NEIGHBOUR.search(probe.lower())
-    if match is None:
-        return None
-    if match.group(1) is not None:
-        return match.group(1) if match.group(2) not in STOPWORDS else None
-    return match.group(3) or match.group(4)  # "X's spouse", "the spouse of X": the neighbour only where the question asks for another noun (`_neighbour_mismatch`)
 
 
 def literal_kind(label: str) -> str | None:
@@ -168,16 +100,13 @@ def _literal_mismatch(sg: Subgraph, asked: str) -> np.ndarray:
     return np.array([k != asked and k != "either" for k in kinds]) if wanted.any() else np.zeros(len(kinds), dtype=bool)
 
 
-_QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
-
-
 def missing_number(sg: Subgraph, probe: str) -> bool:
     """True where the question asks for a quantity (how many / how tall …, the population, budget or
     height of …) and no node of the subgraph other than its topics is a number: the KG cannot answer
     it there, whatever ranks first (a city for "how many employees does X have"). Dates are not
     judged so: people ask "when" of events a KG names as entities ("when did X go to college")."""
     asked = asked_kind(probe)
-    if asked.literal != "number" or not (_QUANTITY.search(probe.lower()) or (asked.noun or "").split()[-1] in _QUANTITIES):
+    if asked.literal != "number" or not (QUANTITY.search(probe.lower()) or (asked.noun or "").split()[-1] in QUANTITIES):
         return False
     others = np.ones(sg.num_nodes, dtype=bool)
     others[np.asarray(sg.topics, dtype=np.int64)] = False
@@ -280,16 +209,6 @@ def object_role(label: str) -> str:
     return (agent_noun(words) or words) if kind == "passive" else words
 
 
-def role_words(noun: str, category: bool) -> list[str]:
-    """What a relation's objects may be called to be what the question asks for: its noun, and for a
-    kind of it ("what kind of films") also the word English has for a kind of work ("film genre" ~
-    `has_genre` 0.81, where "kind of films" reads most like it at 0.51, below ROLE_MATCH_FLOOR)."""
-    if not category:
-        return [noun]
-    singular = noun[:-1] if noun.endswith("s") and not noun.endswith("ss") and len(noun) > 3 else noun
-    return [noun, f"{singular} genre"]
-
-
 def _role_mismatch(sg: Subgraph, nouns: list[str], encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Where the asked noun (or, for a kind of it, its genre: `role_words`) is what some relation's
     objects are called ("which actors" and `starred_actors`): the nodes that are the object of no such
@@ -325,15 +244,6 @@ def _works(sg: Subgraph) -> np.ndarray:
     return mismatch
 
 
-def _asks_for_it(probe: str, asked: AskedKind) -> bool:
-    """Whether the neighbour a question names is what it asks for: "who is X's director", "what was the
-    name of X's dog", "what is the company X works for", "which city is X's birthplace" (where "who started X's employer" asks for
-    someone the employer leads to, and "where is the firm X works at headquartered" for a place)."""
-    text = probe.lower()
-    return _ENDS_ON_NEIGHBOUR.match(text) is not None or (
-        (asked.noun is None or asked.noun in _NAME_WORDS) and _COPULA_NEIGHBOUR.match(text) is not None)
-
-
 def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The typed nodes that read as the neighbour the question names on the way to its answer (the
     company, for "who founded the company X works for"): one hop from a topic, their best type reads
@@ -342,9 +252,9 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     or names the asked kind again ("which films share a director with the film X")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun = named_neighbour(probe)
-    if noun is None or _asks_for_it(probe, asked):
+    if noun is None or asks_for_it(probe, asked):
         return mismatch
-    if asked.noun is not None and asked.noun not in _NAME_WORDS:
+    if asked.noun is not None and asked.noun not in NAME_WORDS:
         named, wanted = encoder.encode([noun, asked.noun])
         if float(named @ wanted) >= SAME_NOUN:
             return mismatch
@@ -383,7 +293,7 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         mismatch |= found if found.any() else then()
     elif asked.place and encoder is not None:
         mismatch |= _persons(sg, encoder, subject_relations)
-    elif asked.literal == "entity" and asked.noun is None and _WHO.search(probe.lower()) and not node_types(sg)[0]:
+    elif asked.literal == "entity" and asked.noun is None and WHO.search(probe.lower()) and not node_types(sg)[0]:
         mismatch |= _works(sg)
     if asked.literal == "entity" and encoder is not None:
         mismatch |= _neighbour_mismatch(sg, asked, probe, encoder, subject_relations)

@@ -1,0 +1,102 @@
+"""What a question asks for, read from its words alone (the probe: topics masked): the answer's kind
+("which country" → an entity called a country; "when" → a time; "how many" → a number), whether it asks
+for a kind of something ("what kind of films": a genre, not a film), and the neighbour it names on the
+way ("the company X works for"). What the KG says of its candidates' kinds, and which ones lose, is
+kgfr/answer_kind.py."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kgqa.retrieval.linking import STOPWORDS
+from kgqa.retrieval.relation_text import TOPIC_MASK
+
+_TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
+QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
+_NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight", "revenue", "salary",
+                 "runtime", "duration", "rating", "score", "price", "many", "much"}
+_AUXILIARIES = {"is", "was", "are", "were", "be", "been", "does", "did", "do", "has", "have", "had", "can", "could", "will",
+                "would", "should", "of", "about", "else", "other", "others", "the", "a", "an", "things", "thing", "one", "ones",
+                "kind", "kinds", "sort", "sorts", "type", "types"}
+_WH = re.compile(r"\b(?:which|what)\s+(?:(kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)")
+_THE_X_OF = re.compile(r"\b(?:what(?:'s| is| was| are| were)|name|list|tell me|give me)\s+(?:all\s+)?the\s+([a-z][a-z\- ]*?)\s+(?:of|for|in|behind)\b")
+_WHEN = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|years|date|decade|century)\b)|\b(?:what|which)\s+year\b")
+WHO = re.compile(r"^\W*(?:who|whom)\b|\bby whom\b")
+# the noun a question calls the topic's neighbour by: "the company X works for", "X's university"
+_NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOPIC_MASK}['’]s ([a-z][a-z\-]*)"
+                              rf"|\bthe ([a-z][a-z\-]*) (?:of|behind) {TOPIC_MASK}\b(?!['’]s)")
+_COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} |the [a-z\-]+ (?:of|behind) {TOPIC_MASK}\b)")
+# "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
+_ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
+NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
+QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
+
+
+@dataclass(frozen=True)
+class AskedKind:
+    """`literal`: "time" (when / what year), "number" (how many / what population), "entity" (who,
+    which country, …: not a bare year or number) or None (the question does not say); `noun`: the
+    kind's words where the question names one ("country", "birth year")."""
+
+    literal: str | None
+    noun: str | None
+    place: bool = False  # "where …": whatever place it is, no person
+    category: bool = False  # "what kind of films …": a kind of the noun is asked for, not one of them
+
+
+def asked_kind(probe: str) -> AskedKind:
+    """The kind of answer a question asks for, from its words (the probe: topics masked)."""
+    text = probe.lower()
+    noun, category = None, False
+    for match in _WH.finditer(text):  # one word: in "which person directed …" the next is a verb, not part of the kind
+        if match.group(2) not in _AUXILIARIES:
+            noun, category = match.group(2), match.group(1) is not None
+            break
+    if noun is None and (match := _THE_X_OF.search(text)):
+        noun = match.group(1).split(f" {TOPIC_MASK}")[0]  # "what is the company X works for": the company
+    if noun in NAME_WORDS:  # "what is the name of X's dog": no kind said, an entity asked for
+        noun = None
+    head = noun.split()[-1] if noun else None  # "birth year" → year
+    if _WHEN.search(text) or head in _TIME_WORDS:
+        return AskedKind("time", noun)
+    if re.search(r"\bhow (?:many|much|tall|old|long|big|high)\b", text) or head in _NUMBER_WORDS:
+        return AskedKind("number", noun)
+    if re.search(r"^\W*where\b", text):
+        return AskedKind("entity", noun, place=True)
+    if noun or WHO.search(text):
+        return AskedKind("entity", noun, category=category)
+    return AskedKind(None, None)
+
+
+def named_neighbour(probe: str) -> str | None:
+    """The noun a question calls the entity between its topic and its answer by: "company" in "who
+    founded the company X works for", "university" in "which city is X's university in", "director" in
+    "where was the director of X born" (not "the founder of X's employer": that is the employer; the probe:
+    topics masked). "The film X" followed by no verb ("who directed the film X", "what genre is the
+    film X in") names the topic itself, and is not read."""
+    match = _NAMED_NEIGHBOUR.search(probe.lower())
+    if match is None:
+        return None
+    if match.group(1) is not None:
+        return match.group(1) if match.group(2) not in STOPWORDS else None
+    return match.group(3) or match.group(4)  # "X's spouse", "the spouse of X": the neighbour only where the question asks for another noun (`_neighbour_mismatch`)
+
+
+def asks_for_it(probe: str, asked: AskedKind) -> bool:
+    """Whether the neighbour a question names is what it asks for: "who is X's director", "what was the
+    name of X's dog", "what is the company X works for", "which city is X's birthplace" (where "who started X's employer" asks for
+    someone the employer leads to, and "where is the firm X works at headquartered" for a place)."""
+    text = probe.lower()
+    return _ENDS_ON_NEIGHBOUR.match(text) is not None or (
+        (asked.noun is None or asked.noun in NAME_WORDS) and _COPULA_NEIGHBOUR.match(text) is not None)
+
+
+def role_words(noun: str, category: bool) -> list[str]:
+    """What a relation's objects may be called to be what the question asks for: its noun, and for a
+    kind of it ("what kind of films") also the word English has for a kind of work ("film genre" ~
+    `has_genre` 0.81, where "kind of films" reads most like it at 0.51, below ROLE_MATCH_FLOOR)."""
+    if not category:
+        return [noun]
+    singular = noun[:-1] if noun.endswith("s") and not noun.endswith("ss") and len(noun) > 3 else noun
+    return [noun, f"{singular} genre"]
