@@ -13,6 +13,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from kgqa.core.errors import StoreError
+from kgqa.loaders.load import EMBEDDED_BATCH
 from kgqa.sparql import escape
 from kgqa.sparql.label_index import LabelIndex, embedded_index_path
 from kgqa.sparql.queries import graph_terms, render
@@ -115,6 +116,8 @@ def list_kgs(store: ox.Store) -> list[str]:
 
 class EmbeddedWriter(RdfWriter):
     """Loads into a pyoxigraph store (on disk, or in memory with `path=None`)."""
+
+    batch_size = EMBEDDED_BATCH
 
     def __init__(self, store: ox.Store, kg: str, label_index: LabelIndex, path: Path | None = None):
         super().__init__(kg, EmbeddedStore(store, kg, label_index), label_index)

@@ -150,6 +150,10 @@ def test_the_first_batch_is_small_and_the_rest_full(tmp_path):
     sizes.clear()
     load_file(w, path, batch_size=500, force=True)
     assert sizes[:2] == [500, 500]  # never larger than asked
+    sizes.clear()
+    w.batch_size = 4000  # type: ignore[attr-defined]  # without --batch-size, the writer's own (the embedded store's: EMBEDDED_BATCH)
+    load_file(w, path, force=True)
+    assert sizes == [FIRST_BATCH, 4000, n - FIRST_BATCH - 4000]
 
 
 def _kgqa(*args: str) -> list[str]:

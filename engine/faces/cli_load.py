@@ -12,7 +12,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 
 from kgqa.core.errors import KGQAError
 from kgqa.faces.cli_common import StoreOpt, err, fail, out
-from kgqa.loaders.load import DEFAULT_BATCH, FIRST_BATCH
+from kgqa.loaders.load import DEFAULT_BATCH, EMBEDDED_BATCH, FIRST_BATCH
 from kgqa.retrieval.store_url import default_store_url, open_writer
 
 
@@ -39,7 +39,9 @@ def load(
                          "or once per file in order")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed lines and report how many")] = False,
     force: Annotated[bool, typer.Option("--force", help="Re-read a file that is already loaded completely")] = False,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help=f"Facts per batch (the first is at most {FIRST_BATCH:,}, so that a server starts writing early)")] = DEFAULT_BATCH,
+    batch_size: Annotated[Optional[int], typer.Option(
+        "--batch-size", min=1, help=f"Facts per batch (default: {EMBEDDED_BATCH:,} on the embedded store, {DEFAULT_BATCH:,} on the others; "
+                                    f"the first is at most {FIRST_BATCH:,}, so that a server starts writing early)")] = None,
     bulk: Annotated[Optional[Path], typer.Option(
         "--bulk", metavar="NEO4J_HOME",
         help="Build a new Neo4j database from the files with Neo4j's offline importer (Neo4j stopped); then start "
