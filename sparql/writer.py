@@ -15,6 +15,7 @@ from kgqa.sparql import escape
 from kgqa.sparql.label_index import LabelIndex
 from kgqa.sparql.queries import graph_terms, render
 from kgqa.sparql.reader import SparqlReader, is_true
+from kgqa.sparql.written_before import WrittenBefore
 from kgqa.core.store import LoadState, SourceFact, SourceNode
 
 XSD_INTEGER = ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
@@ -28,7 +29,6 @@ _COMPLETE = vocab("complete")
 _COUNTS_STALE = vocab("countsStale")
 _FACT_COUNT = ox.NamedNode(vocab("factCount"))
 _RELATION = ox.NamedNode(vocab("Relation"))
-LABELLED_MEMORY = 500_000  # (IRI, label) pairs a writer remembers having written, across batches (~100 MB)
 
 
 class RdfWriter:
@@ -39,7 +39,7 @@ class RdfWriter:
         self.ns = KGNamespace(kg)
         self._read = read  # the aggregate queries a load ends with
         self._meta = ox.NamedNode(self.ns.meta_graph)
-        self._labelled: set[tuple[str, str | None]] = set()
+        self._written = WrittenBefore()  # (IRI, label) pairs whose labels are in the store
         #: the KG's label index beside the store, written batch by batch with the facts (the
         #: linker's fallbacks search it; see kgqa.sparql.label_index); None where the store indexes
         #: its labels itself (Virtuoso's free-text index)
@@ -86,38 +86,43 @@ class RdfWriter:
 
     def write_batch(self, facts: Sequence[SourceFact], state: LoadState, committed: int) -> None:
         data = ox.NamedNode(self.ns.data_graph)
-        meta = self._meta
         quads: list[ox.Quad] = []
         terms: dict[str, ox.NamedNode] = {}
-        to_index: list[tuple[str, str]] = []
-        labelled = self._labelled
-        if len(labelled) > LABELLED_MEMORY:
-            labelled.clear()  # forgetting only costs rewriting a few labels (quads are a set)
+        met: list[tuple[SourceNode, ox.NamedNode, bool]] = []  # each term's first use in the batch
 
         def term(node: SourceNode, relation: bool = False) -> ox.NamedNode:
-            found = terms.get(node.iri)
-            if found is None:
-                found = terms[node.iri] = ox.NamedNode(node.iri)
-                if (node.iri, node.label) not in labelled:
-                    labelled.add((node.iri, node.label))
-                    label = node.kept_label
-                    quads.append(ox.Quad(found, _LABEL, ox.Literal(label), meta))
-                    if relation:
-                        quads.append(ox.Quad(found, _TYPE, _RELATION, meta))
-                    else:
-                        quads.extend(self._key_quads(found, normalise_label(label)))
-                        to_index.append((node.iri, label))
+            found = terms[node.iri] = ox.NamedNode(node.iri)
+            met.append((node, found, relation))
             return found
 
         known = terms.get
         for fact in facts:  # the hot loop of a load: a known term costs one dict look-up
             s, r, o = fact.subject, fact.relation, fact.object
             quads.append(ox.Quad(known(s.iri) or term(s), known(r.iri) or term(r, relation=True), known(o.iri) or term(o), data))
-        marker = ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMMITTED), ox.Literal(str(committed), datatype=XSD_INTEGER), meta)
+        to_index = self._label_quads(met, quads)
+        marker = ox.Quad(ox.NamedNode(self._record(state.source_key)), ox.NamedNode(_COMMITTED), ox.Literal(str(committed), datatype=XSD_INTEGER), self._meta)
         if self.label_index is not None:
             self.label_index.add(to_index)  # before the marker, as the facts are
         self._add_batch(quads, marker)
         state.committed = committed
+
+    def _label_quads(self, met: list[tuple[SourceNode, ox.NamedNode, bool]], quads: list[ox.Quad]) -> list[tuple[str, str]]:
+        """Add to `quads` the label quads of the terms not written before; returns the entities among
+        them as (IRI, label) pairs for the label index."""
+        meta = self._meta
+        to_index: list[tuple[str, str]] = []
+        first = self._written.first_time([(node.iri, node.label) for node, _, _ in met])
+        for (node, found, relation), new in zip(met, first):
+            if not new:
+                continue
+            label = node.kept_label
+            quads.append(ox.Quad(found, _LABEL, ox.Literal(label), meta))
+            if relation:
+                quads.append(ox.Quad(found, _TYPE, _RELATION, meta))
+            else:
+                quads.extend(self._key_quads(found, normalise_label(label)))
+                to_index.append((node.iri, label))
+        return to_index
 
     def _add_batch(self, quads: list[ox.Quad], marker: ox.Quad) -> None:
         """A batch's quads, then its progress marker: the marker is written only once the facts it
