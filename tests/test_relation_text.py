@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.retrieval.relation_text import freebase_object_word, freebase_subject_type, readable_relation, relation_description, relation_question, relation_words
+from kgqa.retrieval.relation_text import freebase_object_word, freebase_subject_type, readable_relation, relation_description, relation_question, relation_words, singular
 
 
 @pytest.mark.parametrize("label, words", [
@@ -102,3 +102,8 @@ def test_questions_say_a_word_both_properties_of_a_compound_path_share_once(labe
 
 def test_the_models_text_of_a_compound_path_keeps_both_properties():
     assert readable_relation("/people/person/spouse_s./people/marriage/spouse") == "spouse spouse"  # what KGFR trained on
+
+
+@pytest.mark.parametrize("word, one", [("films", "film"), ("genres", "genre"), ("business", "business"), ("class", "class"), ("bus", "bus")])
+def test_singular_drops_a_plurals_s_only(word, one):
+    assert singular(word) == one

@@ -197,13 +197,14 @@ def relation_words(label: str) -> tuple[str, str]:
     if is_freebase_path(label) and "./" in label:
         parts = label.strip().split("./")
         first, last = _freebase_words(parts[0]), _freebase_words(parts[-1])
-        said = {_stem(w) for w in first.split()}
-        words = " ".join([first, *(w for w in last.split() if _stem(w) not in said)])
+        said = {singular(w) for w in first.split()}
+        words = " ".join([first, *(w for w in last.split() if singular(w) not in said)])
     return _kind(words, is_freebase_path(label))
 
 
-def _stem(word: str) -> str:
-    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+def singular(word: str) -> str:
+    """A plural's -s dropped ("films" → "film"; "class", "bus" kept as they are)."""
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
 
 
 _AGENTS = {"written": "writer", "made": "maker", "sung": "singer", "built": "builder", "led": "leader", "taught": "teacher",

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from kgqa.retrieval.linking import STOPWORDS
-from kgqa.retrieval.relation_text import TOPIC_MASK
+from kgqa.retrieval.relation_text import TOPIC_MASK, singular
 
 _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
 QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
@@ -98,5 +98,4 @@ def role_words(noun: str, category: bool) -> list[str]:
     `has_genre` 0.81, where "kind of films" reads most like it at 0.51, below ROLE_MATCH_FLOOR)."""
     if not category:
         return [noun]
-    singular = noun[:-1] if noun.endswith("s") and not noun.endswith("ss") and len(noun) > 3 else noun
-    return [noun, f"{singular} genre"]
+    return [noun, f"{singular(noun)} genre"]
