@@ -31,10 +31,6 @@ class WrittenBefore:
         self._table = np.zeros(first_slots, dtype=np.uint64)  # 0: an empty slot
         self._filled = 0
 
-    def __len__(self) -> int:
-        """Slots in use (an upper bound on the keys remembered)."""
-        return self._filled
-
     @property
     def slots(self) -> int:
         return len(self._table)
