@@ -309,3 +309,33 @@ def test_a_candidate_that_is_the_neighbour_the_question_names_loses_to_what_it_a
         assert below("which city is something's birthplace", "Zenda", "Strelsau")  # the neighbour named is the one asked
     finally:
         store.close()
+
+
+SPOUSES = [  # Ann and Bob were born in cities of two countries
+    "Ann|/people/person/spouse_s./people/marriage/spouse|Bob",
+    "Ann|/people/person/place_of_birth|Strelsau",
+    "Strelsau|/location/location/containedby|Ruritania",
+    "Bob|/people/person/place_of_birth|Zenda",
+    "Zenda|/location/location/containedby|Graustark",
+    "Ruritania|/location/country/capital|Strelsau",
+    "Graustark|/location/country/capital|Zenda",
+]
+
+
+def test_what_is_asked_of_the_named_neighbour_lies_past_it_not_back_through_the_topic(tmp_path):
+    """"Which country was X's spouse born in": the spouse's birth country, not X's own, which the spouse
+    reaches only back through X, however much the scorer prefers it."""
+    sg = subgraph_from_lines(tmp_path, "couples", SPOUSES, "Ann")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["Ann"]] = float("-inf")
+    scores[index["Ruritania"]], scores[index["Graustark"]], scores[index["Bob"]] = 100.0, 50.0, 80.0
+    encoder = TextEncoder()
+
+    def first(probe: str) -> str:
+        ranked, _ = demote_wrong_kind(scores, sg, probe, encoder)
+        return sg.node_labels[int(torch.argmax(ranked))]
+
+    assert first("which country was something's spouse born in") == "Graustark"
+    assert first("in which country was the spouse of something born") == "Graustark"
+    assert first("which country was something born in") == "Ruritania"  # no neighbour named: her own

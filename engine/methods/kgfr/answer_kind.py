@@ -248,8 +248,9 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     """The typed nodes that read as the neighbour the question names on the way to its answer (the
     company, for "who founded the company X works for"): one hop from a topic, their best type reads
     like that noun (NAMED_FLOOR) and more than like the asked noun; where some do, the topic's other one-hop
-    neighbours too, unless the named one leads to them. Nothing where the question names no neighbour,
-    or names the asked kind again ("which films share a director with the film X")."""
+    neighbours too, unless the named one leads to them, and every node the named ones do not reach within
+    the subgraph's hops less one, not through a topic (`_beyond`). Nothing where the question names no
+    neighbour, or names the asked kind again ("which films share a director with the film X")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun = named_neighbour(probe)
     if noun is None or asks_for_it(probe, asked):
@@ -265,13 +266,34 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
     for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
         mismatch[node] = sg.node_hop[node] == 1 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
-    if mismatch.any():  # what the question asks of the neighbour lies beyond it: not among the topic's other neighbours,
+    named = mismatch.copy()
+    if named.any():  # what the question asks of the neighbour lies beyond it: not among the topic's other neighbours,
         heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])  # unless the neighbour leads there too
         through = np.zeros(sg.num_nodes, dtype=bool)
-        through[tails[mismatch[heads]]] = True
-        through[heads[mismatch[tails]]] = True
+        through[tails[named[heads]]] = True
+        through[heads[named[tails]]] = True
         mismatch |= (np.asarray(sg.node_hop) == 1) & ~through
+        mismatch |= ~_beyond(sg, np.flatnonzero(named), max(1, sg.hops - 1))
     return mismatch
+
+
+def _beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:
+    """The nodes within `steps` edges of the `named` ones, not through a topic: "the country X's wife
+    was born in" lies past the wife, and X's own birth country, reached only back through X, does not."""
+    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
+    blocked = np.zeros(sg.num_nodes, dtype=bool)
+    blocked[np.asarray(sg.topics, dtype=np.int64)] = True
+    reached = np.zeros(sg.num_nodes, dtype=bool)
+    reached[named] = True
+    for _ in range(steps):
+        open_ = reached & ~blocked
+        grown = reached.copy()
+        grown[tails[open_[heads]]] = True
+        grown[heads[open_[tails]]] = True
+        if (grown == reached).all():
+            break
+        reached = grown
+    return reached
 
 
 def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
