@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import store_from_lines, subgraph_from_lines
 
-from kgqa.methods.kgfr.answer_kind import demote_wrong_kind, literal_nodes, missing_number, node_types, wrong_kind
+from kgqa.methods.kgfr.answer_kind import demote_wrong_kind, is_type_relation, literal_nodes, missing_number, node_types, type_relations, wrong_kind
 from kgqa.methods.kgfr.asked_kind import AskedKind, asked_kind
 from kgqa.retrieval.text import TextEncoder
 
@@ -54,6 +54,8 @@ def subgraph(tmp_path_factory):
     ("what else did the director of something make", AskedKind(None, None)),
     ("what is the company something works for", AskedKind("entity", "company")),  # the topic ends the noun
     ("what is the name of something's wife", AskedKind(None, None)),  # a name is no kind
+    ("what time zone is something in", AskedKind("entity", "time zone")),  # a zone, not a time
+    ("what time does something air", AskedKind("time", "time")),
 ])
 def test_the_asked_kind_is_read_from_the_question(probe, expected):
     assert asked_kind(probe) == expected
@@ -218,6 +220,32 @@ def test_freebase_property_names_type_their_subjects_and_objects_and_the_store_t
         assert store.round_trips == untouched
     finally:
         store.close()
+
+
+IN_CHARGE = [  # Freebase names: the country asked for is the object of no `…/country` fact in the subgraph
+    "Joseph|/government/politician/government_positions_held./government/government_position_held/jurisdiction_of_office|Sovietia",
+    "Joseph|/people/person/place_of_birth|Gori",
+    "Joseph|/film/actor/film./film/performance/film|Red Square",
+    "Red Square|/film/film/country|Ruritania",
+    "Sovietia|/location/country/capital|Moskva",
+    "Joseph|/people/person/education./education/education/institution|Tiflis Seminary",
+    "Tiflis Seminary|/education/educational_institution/school_type|Seminary",  # a kind of school, no class of instances
+]
+
+
+def test_a_candidate_its_own_properties_type_as_asked_is_not_demoted_for_a_role_the_subgraph_does_not_show(tmp_path):
+    sg = subgraph_from_lines(tmp_path, "charge", IN_CHARGE, "Joseph", hops=2)
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    assert not type_relations(sg)  # `school_type` types no instances
+    assert is_type_relation("/type/object/type") and is_type_relation("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+    assert is_type_relation("instance of") and not is_type_relation("/education/educational_institution/school_type")
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["Joseph"]] = float("-inf")
+    scores[index["Gori"]], scores[index["Sovietia"]], scores[index["Ruritania"]] = 100.0, 60.0, 50.0
+    demoted, _ = demote_wrong_kind(scores, sg, "what country was something in charge of", TextEncoder())
+    # Sovietia is only the jurisdiction of an office here, but a country by its own capital; the birthplace is neither
+    assert sg.node_labels[int(torch.argmax(demoted))] == "Sovietia"
+    assert demoted[index["Gori"]] < demoted[index["Ruritania"]]
 
 
 def test_a_question_for_a_number_the_subgraph_lacks_is_declined(tmp_path, subgraph):

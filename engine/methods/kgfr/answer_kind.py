@@ -114,9 +114,19 @@ def missing_number(sg: Subgraph, probe: str) -> bool:
     return not any(kinds[i] in ("number", "either") for i in np.flatnonzero(others).tolist())
 
 
+def is_type_relation(label: str) -> bool:
+    """rdf:type, "instance of", P31, Freebase's `/type/object/type`; not a Freebase property that names
+    a kind of its subject (`…/educational_institution/school_type`, `…/administrative_area_type`: a
+    school's type is "public university", and its schools are no classes)."""
+    label = label.strip()
+    if is_freebase_path(label):
+        return label.rsplit("/", 1)[-1].lower() == "type"
+    return bool(TYPE_RELATION.search(label))
+
+
 def type_relations(sg: Subgraph) -> list[int]:
-    """The subgraph's relations that type instances (rdf:type, "instance of", P31, …)."""
-    return [i for i, label in enumerate(sg.relation_labels) if TYPE_RELATION.search(label.strip())]
+    """The subgraph's relations that type instances (`is_type_relation`)."""
+    return [i for i, label in enumerate(sg.relation_labels) if is_type_relation(label)]
 
 
 def node_types(sg: Subgraph, subject_relations: SubjectRelations | None = None) -> tuple[dict[int, list[str]], set[int]]:
@@ -138,12 +148,12 @@ def node_types(sg: Subgraph, subject_relations: SubjectRelations | None = None) 
     return {node: sorted(types) for node, types in out.items()}, classes
 
 
-def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None) -> dict[int, list[str]]:
+def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None, objects: bool = True) -> dict[int, list[str]]:
     """The kinds Freebase property names give the ends of their facts: a subject the type they give
     their subjects ("person" for `/people/person/spouse_s./people/marriage/spouse`), an object what the
     last property calls its objects ("spouse"; "company" for `…/employment_tenure/company`, "profession",
-    "director" for `/film/film/directed_by`): from the subgraph's facts, and subject types from the
-    relations `subject_relations` gives (node → relation labels). Objects count because many answers
+    "director" for `/film/film/directed_by`; not with `objects=False`): from the subgraph's facts, and
+    subject types from the relations `subject_relations` gives (node → relation labels). Objects count because many answers
     are only ever objects: a profession or an industry has no subject type, and was never demoted
     ("in which country is the company X works for based" answered "surgeon"; measured in the README,
     "What a Freebase property calls its objects")."""
@@ -154,7 +164,7 @@ def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None) -> d
     relation = np.asarray(sg.edge_type) // 2
     subject, obj = fact_ends(sg)
     out: dict[int, set[str]] = {}
-    for words, ends in ((domains, subject), (ranges, obj)):
+    for words, ends in ((domains, subject), (ranges, obj)) if objects else ((domains, subject),):
         for node, r in np.unique(np.stack([ends, relation]), axis=1).T.tolist():
             if words[r]:
                 out.setdefault(node, set()).add(words[r])  # type: ignore[arg-type]
@@ -178,6 +188,18 @@ def _type_mismatch(sg: Subgraph, noun: str, encoder, subject_relations: SubjectR
         mismatch[node] = value < top - TYPE_MATCH_SLACK
     mismatch[list(classes - set(types))] = True
     return mismatch
+
+
+def _own_kind(sg: Subgraph, noun: str, encoder, subject_relations: SubjectRelations | None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The nodes whose own properties say they are what the question asks for: a type their Freebase
+    properties give their subjects (from the subgraph's facts and the store's) that reads like the noun
+    (SAME_NOUN): the Soviet Union, subject of `/location/country/…`, is a country whatever the subgraph
+    shows it the object of. What other facts call a node ("region" for the object of `…/region`) does not count."""
+    own = np.zeros(sg.num_nodes, dtype=bool)
+    types = _domain_types(sg, subject_relations, objects=False)
+    for node, value in (_reads_as(types, noun, encoder).items() if types else ()):
+        own[node] = value >= SAME_NOUN
+    return own
 
 
 def _persons(sg: Subgraph, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -309,10 +331,15 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         by_role = partial(_role_mismatch, sg, role_words(asked.noun, asked.category), encoder)
         # a KG's own type facts say most; without them, a noun that names a relation's objects ("which
         # industry" and `industry`) says more than the types Freebase property names give (all companies
-        # are "business operation"s, and an industry, only ever an object, has none)
-        first, then = (by_type, by_role) if type_relations(sg) else (by_role, by_type)
-        found = first()
-        mismatch |= found if found.any() else then()
+        # are "business operation"s, and an industry, only ever an object, has none), except for a
+        # candidate whose own properties make it one: the subgraph may hold none of its facts of that
+        # role ("what country was Stalin in charge of": the Soviet Union, the object of no `…/country` fact here)
+        if type_relations(sg):
+            found = by_type()
+            mismatch |= found if found.any() else by_role()
+        else:
+            found = by_role()
+            mismatch |= found & ~_own_kind(sg, asked.noun, encoder, subject_relations) if found.any() else by_type()
     elif asked.place and encoder is not None:
         mismatch |= _persons(sg, encoder, subject_relations)
     elif asked.literal == "entity" and asked.noun is None and WHO.search(probe.lower()) and not node_types(sg)[0]:

@@ -29,6 +29,7 @@ _NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOP
 _COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} |the [a-z\-]+ (?:of|behind) {TOPIC_MASK}\b)")
 # "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
 _ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
+_TIME_ZONE = re.compile(r"\btime ?zones?\b")
 NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
 
@@ -57,6 +58,8 @@ def asked_kind(probe: str) -> AskedKind:
         noun = match.group(1).split(f" {TOPIC_MASK}")[0]  # "what is the company X works for": the company
     if noun in NAME_WORDS:  # "what is the name of X's dog": no kind said, an entity asked for
         noun = None
+    if noun == "time" and _TIME_ZONE.search(text):  # "what time zone is X in" asks for a zone, not a time
+        noun = "time zone"
     head = noun.split()[-1] if noun else None  # "birth year" → year
     if _WHEN.search(text) or head in _TIME_WORDS:
         return AskedKind("time", noun)
