@@ -153,10 +153,10 @@ def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None, obje
     their subjects ("person" for `/people/person/spouse_s./people/marriage/spouse`), an object what the
     last property calls its objects ("spouse"; "company" for `…/employment_tenure/company`, "profession",
     "director" for `/film/film/directed_by`; not with `objects=False`): from the subgraph's facts, and
-    subject types from the relations `subject_relations` gives (node → relation labels). Objects count because many answers
-    are only ever objects: a profession or an industry has no subject type, and was never demoted
-    ("in which country is the company X works for based" answered "surgeon"; measured in the README,
-    "What a Freebase property calls its objects")."""
+    subject types from the relations `subject_relations` gives (node → relation labels). Objects count
+    because many answers are only ever objects: a profession or an industry has no subject type, and was
+    never demoted ("in which country is the company X works for based" answered "surgeon"; measured in
+    the README, "What a Freebase property calls its objects")."""
     domains = [freebase_subject_type(label) for label in sg.relation_labels]
     if sg.num_edges == 0 or not any(domains):
         return {}
