@@ -56,6 +56,17 @@ def subgraph(tmp_path_factory):
     ("what is the name of something's wife", AskedKind(None, None)),  # a name is no kind
     ("what time zone is something in", AskedKind("entity", "time zone")),  # a zone, not a time
     ("what time does something air", AskedKind("time", "time")),
+    # a noun phrase up to an auxiliary is the kind, its last word the head; without an auxiliary after it, one word
+    ("what musical instruments does something play", AskedKind("entity", "musical instruments")),
+    ("which award nominee was something", AskedKind("entity", "award nominee")),
+    ("what movie genre is something", AskedKind("entity", "movie genre")),
+    ("what birth year did something have", AskedKind("time", "birth year")),
+    ("which person directed something", AskedKind("entity", "person")),
+    ("which country borders something", AskedKind("entity", "country")),
+    ("which actor also was in something", AskedKind("entity", "actor")),
+    ("what country that has something is it", AskedKind("entity", "country")),
+    ("what something movies were released", AskedKind("entity", "movies")),  # the topic is no part of the kind
+    ("who filmed what something wrote", AskedKind("entity", None)),
 ])
 def test_the_asked_kind_is_read_from_the_question(probe, expected):
     assert asked_kind(probe) == expected

@@ -20,6 +20,11 @@ _AUXILIARIES = {"is", "was", "are", "were", "be", "been", "does", "did", "do", "
                 "would", "should", "of", "about", "else", "other", "others", "the", "a", "an", "things", "thing", "one", "ones",
                 "kind", "kinds", "sort", "sorts", "type", "types"}
 _WH = re.compile(r"\b(?:which|what)\s+(?:(kind|kinds|sort|sorts|type|types)\s+of\s+)?([a-z][a-z\-]*)")
+# "what musical instruments does …", "which award nominee was …": the noun phrase runs up to an auxiliary, and its
+# last word is the kind; without one after it ("which person directed …") the second word may be a verb, so one word
+_NO_NOUNS = {"also", "ever", "still", "first", "last", "then", "now", "just", "all", "most", "not", "never", "that", "which", "who", "whose", "where",
+             "there", "to", "in", "on", "at", "for", "from", "by", "with"}
+_NOUN_PHRASE_END = re.compile(r"((?:\s+[a-z][a-z\-]*){1,2}?)\s+(?:is|was|are|were|does|did|do|has|have|had|can|could|will|would)\b")
 _THE_X_OF = re.compile(r"\b(?:what(?:'s| is| was| are| were)|name|list|tell me|give me)\s+(?:all\s+)?the\s+([a-z][a-z\- ]*?)\s+(?:of|for|in|behind)\b")
 _WHEN = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|years|date|decade|century)\b)|\b(?:what|which)\s+year\b")
 WHO = re.compile(r"^\W*(?:who|whom)\b|\bby whom\b")
@@ -50,9 +55,13 @@ def asked_kind(probe: str) -> AskedKind:
     """The kind of answer a question asks for, from its words (the probe: topics masked)."""
     text = probe.lower()
     noun, category = None, False
-    for match in _WH.finditer(text):  # one word: in "which person directed …" the next is a verb, not part of the kind
+    for match in _WH.finditer(text):
         if match.group(2) not in _AUXILIARIES:
-            noun, category = match.group(2), match.group(1) is not None
+            words, category = [match.group(2)], match.group(1) is not None
+            if (rest := _NOUN_PHRASE_END.match(text, match.end())) and not any(
+                    word in _AUXILIARIES or word in _NO_NOUNS or word.endswith(("ly", "ing")) for word in rest.group(1).split()):
+                words += rest.group(1).split()
+            noun = " ".join(word for word in words if TOPIC_MASK not in word) or None  # "what X movies …": movies
             break
     if noun is None and (match := _THE_X_OF.search(text)):
         noun = match.group(1).split(f" {TOPIC_MASK}")[0]  # "what is the company X works for": the company
