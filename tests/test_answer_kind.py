@@ -307,6 +307,20 @@ def test_the_neighbour_a_question_names_on_the_way_is_read(probe, expected):
     assert named_neighbour(probe) == expected
 
 
+@pytest.mark.parametrize("probe, expected", [
+    ("where is the employer of something's husband headquartered", "employer"),
+    ("where does the company of the spouse of something have its headquarters", "company"),
+    ("what is the birthplace of the founder of something's company", "founder"),  # the outermost noun is asked
+    ("where is the birthplace of something's husband", None),  # asks for the birthplace itself
+    ("which company is the employer of the spouse of something", None),
+    ("where was the founder of something born", None),  # one neighbour only
+])
+def test_the_neighbour_past_the_named_one_is_read_where_the_answer_lies_past_it(probe, expected):
+    from kgqa.methods.kgfr.asked_kind import outer_neighbour
+
+    assert outer_neighbour(probe) == expected
+
+
 def test_a_candidate_that_is_the_neighbour_the_question_names_loses_to_what_it_asks_for(tmp_path):
     from kgqa.core.namespace import KGNamespace
     from kgqa.retrieval.app import retrieve
@@ -378,3 +392,32 @@ def test_what_is_asked_of_the_named_neighbour_lies_past_it_not_back_through_the_
     assert first("which country was something's spouse born in") == "Graustark"
     assert first("in which country was the spouse of something born") == "Graustark"
     assert first("which country was something born in") == "Ruritania"  # no neighbour named: her own
+
+
+def test_what_is_asked_of_the_neighbour_past_the_named_one_lies_past_that_one_too(tmp_path):
+    """"Where is the employer of X's husband headquartered": not the employer (the path's second node), not
+    X's own employer's city, but the city of the husband's employer."""
+    lines = [
+        "Ann|/people/person/spouse_s./people/marriage/spouse|Bob",
+        "Ann|/people/person/employment_history./business/employment_tenure/company|Brix Foods",
+        "Bob|/people/person/employment_history./business/employment_tenure/company|Acme Motors",
+        "Brix Foods|/organization/organization/headquarters./location/mailing_address/citytown|Strelsau",
+        "Acme Motors|/organization/organization/headquarters./location/mailing_address/citytown|Zenda",
+        "Strelsau|/location/location/containedby|Ruritania",
+        "Zenda|/location/location/containedby|Graustark",
+    ]
+    sg = subgraph_from_lines(tmp_path, "couples", lines, "Ann")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["Ann"]] = float("-inf")
+    scores[index["Acme Motors"]], scores[index["Brix Foods"]], scores[index["Strelsau"]] = 100.0, 90.0, 80.0
+    scores[index["Bob"]], scores[index["Zenda"]] = 70.0, 50.0
+    encoder = TextEncoder()
+
+    def first(probe: str) -> str:
+        ranked, _ = demote_wrong_kind(scores, sg, probe, encoder)
+        return sg.node_labels[int(torch.argmax(ranked))]
+
+    assert first("where is the employer of something's spouse headquartered") == "Zenda"
+    assert first("where does the company of the spouse of something have its headquarters") == "Zenda"
+    assert first("which company is the employer of something's spouse") == "Acme Motors"  # the outer neighbour asked for

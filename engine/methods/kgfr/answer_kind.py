@@ -37,7 +37,7 @@ import torch
 
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.methods.kgfr.asked_kind import NAME_WORDS, QUANTITIES, QUANTITY, WHO, AskedKind, asked_kind, asks_for_it, named_neighbour, role_words
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, QUANTITIES, QUANTITY, WHO, AskedKind, asked_kind, asks_for_it, named_neighbour, outer_neighbour, role_words
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
 _YEAR = re.compile(r"^\s*(?:1[0-9]{3}|20[0-9]{2})\s*$")
@@ -271,7 +271,8 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     company, for "who founded the company X works for"): one hop from a topic, their best type reads
     like that noun (NAMED_FLOOR) and more than like the asked noun; where some do, the topic's other one-hop
     neighbours too, unless the named one leads to them, and every node the named ones do not reach within
-    the subgraph's hops less one, not through a topic (`_beyond`). Nothing where the question names no
+    the subgraph's hops less one, not through a topic (`_beyond`); where it names one past that one too ("the
+    employer of X's husband"), that one likewise (`_outer_mismatch`). Nothing where the question names no
     neighbour, or names the asked kind again ("which films share a director with the film X")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun = named_neighbour(probe)
@@ -296,7 +297,25 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
         through[heads[named[tails]]] = True
         mismatch |= (np.asarray(sg.node_hop) == 1) & ~through
         mismatch |= ~_beyond(sg, np.flatnonzero(named), max(1, sg.hops - 1))
+        if (outer := outer_neighbour(probe)) is not None:  # "the employer of X's husband": the husband's employer is on the way too
+            mismatch |= _outer_mismatch(sg, named, _reads_as(types, outer, encoder), like_asked)
     return mismatch
+
+
+def _outer_mismatch(sg: Subgraph, named: np.ndarray, like_outer: dict[int, float], like_asked: dict[int, float]) -> np.ndarray:
+    """The nodes next to the `named` neighbours, two hops from a topic, whose type reads like the outer noun
+    (NAMED_FLOOR, and more than like the asked noun), and every node they do not reach within the subgraph's
+    hops less two, not through a topic; nothing where none reads so."""
+    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
+    next_to = np.zeros(sg.num_nodes, dtype=bool)
+    next_to[tails[named[heads]]] = True
+    next_to[heads[named[tails]]] = True
+    outer = np.zeros(sg.num_nodes, dtype=bool)
+    for node, value in like_outer.items():
+        outer[node] = next_to[node] and sg.node_hop[node] == 2 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
+    if not outer.any():
+        return outer
+    return outer | ~_beyond(sg, np.flatnonzero(outer), max(1, sg.hops - 2))
 
 
 def _beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:

@@ -31,6 +31,9 @@ WHO = re.compile(r"^\W*(?:who|whom)\b|\bby whom\b")
 # the noun a question calls the topic's neighbour by: "the company X works for", "X's university"
 _NAMED_NEIGHBOUR = re.compile(rf"\bthe ([a-z][a-z\-]*) {TOPIC_MASK} (\w+)|\b{TOPIC_MASK}['’]s ([a-z][a-z\-]*)"
                               rf"|\bthe ([a-z][a-z\-]*) (?:of|behind) {TOPIC_MASK}\b(?!['’]s)")
+# "the employer of X's husband …", "the founder of the company of X …": the nouns of the neighbours past the one next to
+# X, outermost first, and what the question says after them
+_CHAIN = re.compile(rf"((?:\bthe [a-z][a-z\-]* of )+)(?:the [a-z][a-z\-]* of {TOPIC_MASK}\b(?!['’]s)|{TOPIC_MASK}['’]s [a-z][a-z\-]*)(.*)$")
 _COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} |the [a-z\-]+ (?:of|behind) {TOPIC_MASK}\b)")
 # "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
 _ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
@@ -93,6 +96,20 @@ def named_neighbour(probe: str) -> str | None:
     if match.group(1) is not None:
         return match.group(1) if match.group(2) not in STOPWORDS else None
     return match.group(3) or match.group(4)  # "X's spouse", "the spouse of X": the neighbour only where the question asks for another noun (`_neighbour_mismatch`)
+
+
+def outer_neighbour(probe: str) -> str | None:
+    """The noun a question calls the neighbour past the named one by, where the answer lies past it too:
+    "employer" in "where is the employer of X's husband headquartered" and in "what is the birthplace of the
+    founder of X's employer" ("founder" there), not in "where is the birthplace of X's husband", which asks
+    for that birthplace (the probe: topics masked)."""
+    match = _CHAIN.search(probe.lower())
+    if match is None:
+        return None
+    nouns = re.findall(r"the ([a-z][a-z\-]*) of ", match.group(1))
+    if len(nouns) > 1 or re.search(r"[a-z]", match.group(2)):
+        return nouns[-1]
+    return None
 
 
 def asks_for_it(probe: str, asked: AskedKind) -> bool:
