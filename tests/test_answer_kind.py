@@ -375,19 +375,25 @@ SPOUSES = [  # Ann and Bob were born in cities of two countries
 ]
 
 
-def test_what_is_asked_of_the_named_neighbour_lies_past_it_not_back_through_the_topic(tmp_path):
-    """"Which country was X's spouse born in": the spouse's birth country, not X's own, which the spouse
-    reaches only back through X, however much the scorer prefers it."""
-    sg = subgraph_from_lines(tmp_path, "couples", SPOUSES, "Ann")
+def _first_of(sg, scores_by_label: dict[str, float]):  # type: ignore[no-untyped-def]
+    """The top label after the answer kind, for a probe, with the scorer's scores given by label (0 for the rest, Ann -inf)."""
     index = {label: i for i, label in enumerate(sg.node_labels)}
     scores = torch.zeros(sg.num_nodes)
     scores[index["Ann"]] = float("-inf")
-    scores[index["Ruritania"]], scores[index["Graustark"]], scores[index["Bob"]] = 100.0, 50.0, 80.0
+    for label, score in scores_by_label.items():
+        scores[index[label]] = score
     encoder = TextEncoder()
 
     def first(probe: str) -> str:
         ranked, _ = demote_wrong_kind(scores, sg, probe, encoder)
         return sg.node_labels[int(torch.argmax(ranked))]
+    return first
+
+
+def test_what_is_asked_of_the_named_neighbour_lies_past_it_not_back_through_the_topic(tmp_path):
+    """"Which country was X's spouse born in": the spouse's birth country, not X's own, which the spouse
+    reaches only back through X, however much the scorer prefers it."""
+    first = _first_of(subgraph_from_lines(tmp_path, "couples", SPOUSES, "Ann"), {"Ruritania": 100.0, "Graustark": 50.0, "Bob": 80.0})
 
     assert first("which country was something's spouse born in") == "Graustark"
     assert first("in which country was the spouse of something born") == "Graustark"
@@ -406,17 +412,8 @@ def test_what_is_asked_of_the_neighbour_past_the_named_one_lies_past_that_one_to
         "Strelsau|/location/location/containedby|Ruritania",
         "Zenda|/location/location/containedby|Graustark",
     ]
-    sg = subgraph_from_lines(tmp_path, "couples", lines, "Ann")
-    index = {label: i for i, label in enumerate(sg.node_labels)}
-    scores = torch.zeros(sg.num_nodes)
-    scores[index["Ann"]] = float("-inf")
-    scores[index["Acme Motors"]], scores[index["Brix Foods"]], scores[index["Strelsau"]] = 100.0, 90.0, 80.0
-    scores[index["Bob"]], scores[index["Zenda"]] = 70.0, 50.0
-    encoder = TextEncoder()
-
-    def first(probe: str) -> str:
-        ranked, _ = demote_wrong_kind(scores, sg, probe, encoder)
-        return sg.node_labels[int(torch.argmax(ranked))]
+    first = _first_of(subgraph_from_lines(tmp_path, "couples", lines, "Ann"),
+                      {"Acme Motors": 100.0, "Brix Foods": 90.0, "Strelsau": 80.0, "Bob": 70.0, "Zenda": 50.0})
 
     assert first("where is the employer of something's spouse headquartered") == "Zenda"
     assert first("where does the company of the spouse of something have its headquarters") == "Zenda"
