@@ -312,6 +312,7 @@ def test_the_neighbour_a_question_names_on_the_way_is_read(probe, expected):
     ("where does the company of the spouse of something have its headquarters", "company"),
     ("what is the birthplace of the founder of something's company", "founder"),  # the outermost noun is asked
     ("where is the birthplace of something's husband", None),  # asks for the birthplace itself
+    ("what is the name of the employer of something's wife", None),  # a name is no neighbour
     ("which company is the employer of the spouse of something", None),
     ("where was the founder of something born", None),  # one neighbour only
 ])

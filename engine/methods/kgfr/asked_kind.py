@@ -100,14 +100,14 @@ def named_neighbour(probe: str) -> str | None:
 
 def outer_neighbour(probe: str) -> str | None:
     """The noun a question calls the neighbour past the named one by, where the answer lies past it too:
-    "employer" in "where is the employer of X's husband headquartered" and in "what is the birthplace of the
-    founder of X's employer" ("founder" there), not in "where is the birthplace of X's husband", which asks
-    for that birthplace (the probe: topics masked)."""
+    "employer" in "where is the employer of X's husband headquartered", "founder" in "what is the birthplace
+    of the founder of X's employer"; none in "where is the birthplace of X's husband" or "what is the name of
+    the employer of X's wife", which ask for that birthplace and that employer (the probe: topics masked)."""
     match = _CHAIN.search(probe.lower())
     if match is None:
         return None
-    nouns = re.findall(r"the ([a-z][a-z\-]*) of ", match.group(1))
-    if len(nouns) > 1 or re.search(r"[a-z]", match.group(2)):
+    nouns = [noun for noun in re.findall(r"the ([a-z][a-z\-]*) of ", match.group(1)) if noun not in NAME_WORDS]
+    if len(nouns) > 1 or (nouns and re.search(r"[a-z]", match.group(2))):
         return nouns[-1]
     return None
 
