@@ -401,6 +401,25 @@ def test_what_is_asked_of_the_named_neighbour_lies_past_it_not_back_through_the_
     assert first("which country was something born in") == "Ruritania"  # no neighbour named: her own
 
 
+def test_the_named_neighbour_is_the_one_the_topic_is_linked_to_as_such_from_either_side(tmp_path):
+    """"X's spouse" is the one married to X, whichever side states the marriage, not a friend of X's whom
+    another marriage makes a spouse."""
+    lines = [
+        "Bob|/people/person/spouse_s./people/marriage/spouse|Ann",  # stated from Bob's side only
+        "Ann|/people/person/friends|Carl",
+        "Dora|/people/person/spouse_s./people/marriage/spouse|Carl",
+        "Bob|/people/person/place_of_birth|Zenda",
+        "Carl|/people/person/place_of_birth|Strelsau",
+        "Zenda|/location/location/containedby|Graustark",
+        "Strelsau|/location/location/containedby|Ruritania",
+        "Graustark|/location/country/capital|Zenda",
+        "Ruritania|/location/country/capital|Strelsau",
+    ]
+    first = _first_of(subgraph_from_lines(tmp_path, "couples", lines, "Ann"), {"Ruritania": 100.0, "Carl": 90.0, "Graustark": 50.0})
+    assert first("which country was something's spouse born in") == "Graustark"
+    assert first("which country was something's friend born in") == "Ruritania"
+
+
 def test_what_is_asked_of_the_neighbour_past_the_named_one_lies_past_that_one_too(tmp_path):
     """"Where is the employer of X's husband headquartered": not the employer (the path's second node), not
     X's own employer's city, but the city of the husband's employer."""

@@ -285,7 +285,7 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     types, _ = node_types(sg, subject_relations)
     if not types:
         return mismatch
-    like_named = _reads_as(types, noun, encoder)
+    like_named = _linked_as(sg, noun, encoder, types) or _reads_as(types, noun, encoder)
     like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
     for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
         mismatch[node] = sg.node_hop[node] == 1 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
@@ -302,10 +302,31 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     return mismatch
 
 
+def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) -> dict[int, float]:  # type: ignore[no-untyped-def]
+    """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (what it calls
+    its objects): "X's wife" is the one X is married to, not a friend whom another marriage makes a spouse. From the
+    topic's side; where none reads so (NAMED_FLOOR), from a neighbour's of a type the topic has too, as a KG states a
+    marriage once, from either spouse (not a job title whose `…/company` is the bank X; X's children are not "X's father")."""
+    roles = [object_role(word) if (word := freebase_object_word(label)) else object_role(label) for label in sg.relation_labels]
+    reading = encoder.encode(roles) @ encoder.encode([noun])[0]
+    subject, obj = fact_ends(sg)
+    relation = np.asarray(sg.edge_type) // 2
+    is_topic = np.zeros(sg.num_nodes, dtype=bool)
+    is_topic[np.asarray(sg.topics, dtype=np.int64)] = True
+    for near, far in ((subject, obj), (obj, subject)):
+        out: dict[int, float] = {}
+        for e in np.flatnonzero(is_topic[near] & ~is_topic[far]).tolist():
+            if near is obj and not set(types.get(int(far[e]), ())) & set(types.get(int(near[e]), ())):
+                continue
+            out[int(far[e])] = max(out.get(int(far[e]), -1.0), float(reading[relation[e]]))
+        if out and max(out.values()) >= NAMED_FLOOR:
+            return out
+    return {}
+
+
 def _outer_mismatch(sg: Subgraph, named: np.ndarray, like_outer: dict[int, float], like_asked: dict[int, float]) -> np.ndarray:
-    """The nodes next to the `named` neighbours, two hops from a topic, whose type reads like the outer noun
-    (NAMED_FLOOR, and more than like the asked noun), and every node they do not reach within the subgraph's
-    hops less two, not through a topic; nothing where none reads so."""
+    """The nodes next to the `named` neighbours, two hops out, whose type reads like the outer noun (NAMED_FLOOR, and
+    more than like the asked noun), and every node they do not reach within hops − 2, not through a topic."""
     heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
     next_to = np.zeros(sg.num_nodes, dtype=bool)
     next_to[tails[named[heads]]] = True
