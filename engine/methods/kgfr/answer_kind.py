@@ -160,7 +160,7 @@ def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None, obje
     domains = [freebase_subject_type(label) for label in sg.relation_labels]
     if sg.num_edges == 0 or not any(domains):
         return {}
-    ranges = [object_role(word) if (word := freebase_object_word(label)) else None for label in sg.relation_labels]
+    ranges = [_freebase_object_role(label) for label in sg.relation_labels]
     relation = np.asarray(sg.edge_type) // 2
     subject, obj = fact_ends(sg)
     out: dict[int, set[str]] = {}
@@ -231,6 +231,11 @@ def object_role(label: str) -> str:
     return (agent_noun(words) or words) if kind == "passive" else words
 
 
+def _freebase_object_role(label: str) -> str | None:
+    """What a Freebase property calls its objects ("company" for `…/employment_tenure/company`); None off Freebase."""
+    return object_role(word) if (word := freebase_object_word(label)) else None
+
+
 def _role_mismatch(sg: Subgraph, nouns: list[str], encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Where the asked noun (or, for a kind of it, its genre: `role_words`) is what some relation's
     objects are called ("which actors" and `starred_actors`): the nodes that are the object of no such
@@ -298,39 +303,34 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
         mismatch |= (np.asarray(sg.node_hop) == 1) & ~through
         mismatch |= ~_beyond(sg, np.flatnonzero(named), max(1, sg.hops - 1))
         if (outer := outer_neighbour(probe)) is not None:  # "the employer of X's husband": the husband's employer is on the way too
-            mismatch |= _outer_mismatch(sg, named, _reads_as(types, outer, encoder), like_asked)
+            mismatch |= _outer_mismatch(sg, through, _reads_as(types, outer, encoder), like_asked)
     return mismatch
 
 
 def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) -> dict[int, float]:  # type: ignore[no-untyped-def]
-    """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (what it calls
-    its objects): "X's wife" is the one X is married to, not a friend whom another marriage makes a spouse. From the
-    topic's side; where none reads so (NAMED_FLOOR), from a neighbour's of a type the topic has too, as a KG states a
-    marriage once, from either spouse (not a job title whose `…/company` is the bank X; X's children are not "X's father")."""
-    roles = [object_role(word) if (word := freebase_object_word(label)) else object_role(label) for label in sg.relation_labels]
+    """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (its object word):
+    "X's wife" is the one X is married to, not a friend another marriage makes a spouse. From the topic's side, else (a KG
+    states a marriage once) from a neighbour sharing a type with it: not a job title whose `…/company` is the bank X."""
+    roles = [_freebase_object_role(label) or object_role(label) for label in sg.relation_labels]
     reading = encoder.encode(roles) @ encoder.encode([noun])[0]
     subject, obj = fact_ends(sg)
     relation = np.asarray(sg.edge_type) // 2
     is_topic = np.zeros(sg.num_nodes, dtype=bool)
     is_topic[np.asarray(sg.topics, dtype=np.int64)] = True
-    for near, far in ((subject, obj), (obj, subject)):
-        out: dict[int, float] = {}
-        for e in np.flatnonzero(is_topic[near] & ~is_topic[far]).tolist():
-            if near is obj and not set(types.get(int(far[e]), ())) & set(types.get(int(near[e]), ())):
-                continue
-            out[int(far[e])] = max(out.get(int(far[e]), -1.0), float(reading[relation[e]]))
-        if out and max(out.values()) >= NAMED_FLOOR:
-            return out
+    for near, far, from_neighbour in ((subject, obj, False), (obj, subject, True)):
+        edges = np.flatnonzero(is_topic[near] & ~is_topic[far])
+        if from_neighbour:  # only a neighbour that shares a type with its topic
+            edges = edges[[bool(set(types.get(int(far[e]), ())) & set(types.get(int(near[e]), ()))) for e in edges.tolist()]]
+        best = np.full(sg.num_nodes, -np.inf)
+        np.maximum.at(best, far[edges], reading[relation[edges]])
+        if edges.size and best.max() >= NAMED_FLOOR:
+            return {int(node): float(best[node]) for node in np.unique(far[edges])}
     return {}
 
 
-def _outer_mismatch(sg: Subgraph, named: np.ndarray, like_outer: dict[int, float], like_asked: dict[int, float]) -> np.ndarray:
-    """The nodes next to the `named` neighbours, two hops out, whose type reads like the outer noun (NAMED_FLOOR, and
+def _outer_mismatch(sg: Subgraph, next_to: np.ndarray, like_outer: dict[int, float], like_asked: dict[int, float]) -> np.ndarray:
+    """The nodes `next_to` the named neighbours, two hops out, whose type reads like the outer noun (NAMED_FLOOR, and
     more than like the asked noun), and every node they do not reach within hops − 2, not through a topic."""
-    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
-    next_to = np.zeros(sg.num_nodes, dtype=bool)
-    next_to[tails[named[heads]]] = True
-    next_to[heads[named[tails]]] = True
     outer = np.zeros(sg.num_nodes, dtype=bool)
     for node, value in like_outer.items():
         outer[node] = next_to[node] and sg.node_hop[node] == 2 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
