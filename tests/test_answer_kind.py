@@ -8,7 +8,8 @@ import pytest
 import torch
 from conftest import store_from_lines, subgraph_from_lines
 
-from kgqa.methods.kgfr.answer_kind import demote_wrong_kind, is_type_relation, literal_nodes, missing_number, node_types, type_relations, wrong_kind
+from kgqa.methods.kgfr.answer_kind import demote_wrong_kind, is_type_relation, node_types, type_relations, wrong_kind
+from kgqa.methods.kgfr.literal_kind import literal_nodes, missing_number
 from kgqa.methods.kgfr.asked_kind import AskedKind, asked_kind
 from kgqa.retrieval.text import TextEncoder
 

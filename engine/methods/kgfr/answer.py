@@ -26,7 +26,8 @@ from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
-from kgqa.methods.kgfr.answer_kind import demote_wrong_kind, missing_number
+from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
+from kgqa.methods.kgfr.literal_kind import missing_number
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
 
 

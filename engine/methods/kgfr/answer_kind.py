@@ -4,7 +4,7 @@ loses ("which country was X born in" is not answered with X's birth year; "when 
 with its director).
 
 Kinds a KG shows without a model:
-- literals: a label that is a year, a date or a number (MetaQA's release years, Freebase dates);
+- literals: a label that is a year, a date or a number (MetaQA's release years, Freebase dates; kgfr/literal_kind.py);
 - types: where the KG has a type relation (rdf:type, "instance of", Wikidata's P31, Freebase's
   `/type/object/type`), the labels of a candidate's types, matched to the asked kind's words by the
   sentence encoder ("which film" against types "film", "person", "country"); where it has none but
@@ -37,12 +37,10 @@ import torch
 
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.methods.kgfr.asked_kind import NAME_WORDS, QUANTITIES, QUANTITY, WHO, AskedKind, asked_kind, asks_for_it, named_neighbour, outer_neighbour, role_words
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, named_neighbour, outer_neighbour, role_words
+from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
-_YEAR = re.compile(r"^\s*(?:1[0-9]{3}|20[0-9]{2})\s*$")
-_DATE = re.compile(r"^\s*\d{4}-\d{2}(?:-\d{2})?(?:[T ].*)?$|^\s*\d{1,2} [A-Z][a-z]+ \d{4}\s*$")
-_NUMBER = re.compile(r"^\s*[-+]?\d[\d,]*(?:\.\d+)?\s*$")
 # instance typing only: a taxonomy's "is a" / "subclass of" (GO, UMLS) links classes, not answers to their kinds
 TYPE_RELATION = re.compile(r"(?:^|[/#:_ ])(?:type|instance[_ ]of|P31)$", re.IGNORECASE)
 TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much like the asked noun for types to count
@@ -56,62 +54,6 @@ TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below t
 
 
 SubjectRelations = Callable[[], dict[int, list[str]]]  # node → labels of the relations it is the subject of
-
-
-def literal_kind(label: str) -> str | None:
-    """"time" for a year or a date, "number" for another number, None for anything else."""
-    if _YEAR.match(label) or _DATE.match(label):
-        return "time"
-    if _NUMBER.match(label):
-        return "number"
-    return None
-
-
-def fact_ends(sg: Subgraph) -> tuple[np.ndarray, np.ndarray]:
-    """Each edge's fact as (subject, object) nodes: edge types are 2·relation + inverse, and an
-    inverse edge runs from the fact's object to its subject."""
-    inverse = np.asarray(sg.edge_type) % 2 == 1
-    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
-    return np.where(inverse, tails, heads), np.where(inverse, heads, tails)
-
-
-def subjects(sg: Subgraph) -> np.ndarray:
-    """The nodes that are the subject of some fact of the subgraph (a bool per node)."""
-    out = np.zeros(sg.num_nodes, dtype=bool)
-    out[fact_ends(sg)[0]] = True
-    return out
-
-
-def literal_nodes(sg: Subgraph) -> list[str | None]:
-    """Each node's literal kind: a label that reads as a year, date or number, of a node that is no
-    fact's subject (the year 2012 is only ever an object); "either" for such a label on a subject (a
-    film called "2012", or a KG like MetaQA's where the film and the year are one node); None for
-    anything else."""
-    is_subject = subjects(sg)
-    kinds = [literal_kind(label) for label in sg.node_labels]
-    return ["either" if kind is not None and is_subject[i] else kind for i, kind in enumerate(kinds)]
-
-
-def _literal_mismatch(sg: Subgraph, asked: str) -> np.ndarray:
-    kinds = literal_nodes(sg)
-    if asked == "entity":
-        return np.array([k in ("time", "number") for k in kinds])
-    wanted = np.array([k == asked for k in kinds])
-    return np.array([k != asked and k != "either" for k in kinds]) if wanted.any() else np.zeros(len(kinds), dtype=bool)
-
-
-def missing_number(sg: Subgraph, probe: str) -> bool:
-    """True where the question asks for a quantity (how many / how tall …, the population, budget or
-    height of …) and no node of the subgraph other than its topics is a number: the KG cannot answer
-    it there, whatever ranks first (a city for "how many employees does X have"). Dates are not
-    judged so: people ask "when" of events a KG names as entities ("when did X go to college")."""
-    asked = asked_kind(probe)
-    if asked.literal != "number" or not (QUANTITY.search(probe.lower()) or (asked.noun or "").split()[-1] in QUANTITIES):
-        return False
-    others = np.ones(sg.num_nodes, dtype=bool)
-    others[np.asarray(sg.topics, dtype=np.int64)] = False
-    kinds = literal_nodes(sg)
-    return not any(kinds[i] in ("number", "either") for i in np.flatnonzero(others).tolist())
 
 
 def is_type_relation(label: str) -> bool:
@@ -365,7 +307,7 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
     asked = asked_kind(probe)
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     if asked.literal is not None:
-        mismatch |= _literal_mismatch(sg, asked.literal)
+        mismatch |= literal_mismatch(sg, asked.literal)
     if asked.noun and asked.literal == "entity" and encoder is not None:
         by_type = partial(_type_mismatch, sg, asked.noun, encoder, subject_relations)
         by_role = partial(_role_mismatch, sg, role_words(asked.noun, asked.category), encoder)
