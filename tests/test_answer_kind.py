@@ -439,3 +439,45 @@ def test_what_is_asked_of_the_neighbour_past_the_named_one_lies_past_that_one_to
     assert first("where is the employer of something's spouse headquartered") == "Zenda"
     assert first("where does the company of the spouse of something have its headquarters") == "Zenda"
     assert first("which company is the employer of something's spouse") == "Acme Motors"  # the outer neighbour asked for
+
+
+@pytest.mark.parametrize("probe, expected", [
+    ("which city did something attend university in", ["university"]),
+    ("in which city does something work for a company", ["company"]),
+    ("which city was the person who founded something born in", ["person"]),
+    ("which city was something born in", []),  # a verb reads like the answer's own role ("place of birth")
+    ("which city is the capital of something's nation", []),  # the capital is the answer; the nation is named
+    ("which sector does the company of the partner of something work in", []),  # named and outer neighbours have rules of their own
+])
+def test_the_other_nouns_of_a_question_are_read(probe, expected):
+    from kgqa.methods.kgfr.asked_kind import other_nouns
+
+    assert other_nouns(probe, asked_kind(probe)) == expected
+
+
+@pytest.mark.parametrize("probe, expected", [
+    ("which city did something attend university in", {"university"}),
+    ("what city does something have a job at a firm in", {"job", "firm"}),
+    ("which city was the person who founded something born in", {"person"}),
+    ("in which city does the woman married to something live", {"woman"}),
+    ("which nation is the firm employing something based in", {"firm"}),
+    ("what country has the city where something was born", {"city"}),
+    ("in which countries having the something, do the people speak something?", set()),  # the people are no neighbour of the language
+    ("which city was something born in", set()),
+])
+def test_the_nouns_a_question_puts_beside_its_topic_are_read(probe, expected):
+    from kgqa.methods.kgfr.asked_kind import beside_topic
+
+    assert beside_topic(probe) == expected
+
+
+def test_a_candidate_that_reads_as_another_noun_of_the_question_lies_on_the_way(tmp_path):
+    """"Which city did X attend university in": not the university (a "location" as the city is, and an
+    "institution"), and not X's own birthplace, which the university reaches only back through X."""
+    first = _first_of(subgraph_from_lines(tmp_path, "jobs", EMPLOYERS, "Ann"), {"University of Zenda": 100.0, "Strelsau": 90.0, "Zenda": 50.0})
+
+    assert first("which city did something attend university in") == "Zenda"
+    assert first("what city did something study at a university in") == "Zenda"
+    assert first("which university did something attend") == "University of Zenda"  # the noun asked for
+    no_university = _first_of(subgraph_from_lines(tmp_path, "jobs", EMPLOYERS, "Ann"), {"Strelsau": 90.0, "Zenda": 50.0})
+    assert no_university("which city was something born in") == "Strelsau"  # no other noun: her own city stays first

@@ -37,7 +37,7 @@ import torch
 
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, named_neighbour, outer_neighbour, role_words
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, named_neighbour, other_nouns, outer_neighbour, role_words
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
@@ -236,17 +236,55 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, sub
     like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
     for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
         mismatch[node] = sg.node_hop[node] == 1 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
-    named = mismatch.copy()
-    if named.any():  # what the question asks of the neighbour lies beyond it: not among the topic's other neighbours,
-        heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])  # unless the neighbour leads there too
-        through = np.zeros(sg.num_nodes, dtype=bool)
-        through[tails[named[heads]]] = True
-        through[heads[named[tails]]] = True
-        mismatch |= (np.asarray(sg.node_hop) == 1) & ~through
-        mismatch |= ~_beyond(sg, np.flatnonzero(named), max(1, sg.hops - 1))
+    if mismatch.any():
+        through = _next_to(sg, mismatch)
+        mismatch |= _past(sg, mismatch, through)
         if (outer := outer_neighbour(probe)) is not None:  # "the employer of X's husband": the husband's employer is on the way too
             mismatch |= _outer_mismatch(sg, through, _reads_as(types, outer, encoder), like_asked)
     return mismatch
+
+
+def _next_to(sg: Subgraph, nodes: np.ndarray) -> np.ndarray:
+    """The nodes one edge from any of `nodes` (a bool per node, both)."""
+    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
+    near = np.zeros(sg.num_nodes, dtype=bool)
+    near[tails[nodes[heads]]] = True
+    near[heads[nodes[tails]]] = True
+    return near
+
+
+def _past(sg: Subgraph, neighbours: np.ndarray, through: np.ndarray) -> np.ndarray:
+    """What a question asks of the topic's `neighbours` lies beyond them: the topic's other one-hop neighbours lose
+    unless one of them leads there (`through`), and so does every node they do not reach within hops − 1 (`_beyond`)."""
+    return ((np.asarray(sg.node_hop) == 1) & ~through) | ~_beyond(sg, np.flatnonzero(neighbours), max(1, sg.hops - 1))
+
+
+def _other_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, already: np.ndarray,  # type: ignore[no-untyped-def]
+                    subject_relations: SubjectRelations | None) -> np.ndarray:
+    """The typed nodes that read as another noun of the question (`other_nouns`; NAMED_FLOOR) more than as the asked one:
+    the university of "which city did X attend university in", a "location" as the city is (0.65 to "city", within
+    TYPE_MATCH_SLACK of the city's "citytown", 0.79) but an "educational institution" too (0.75 to "university").
+    Nothing unless some candidate that reads like the asked noun is left (by these and the `already` demoted): in
+    "what neighbor of X has a country calling code of 31" the country is no noun on the way."""
+    mismatch = np.zeros(sg.num_nodes, dtype=bool)
+    words = other_nouns(probe, asked)
+    types, _ = node_types(sg, subject_relations) if words else ({}, set())
+    like_asked = _reads_as(types, asked.noun, encoder) if types else {}
+    if not like_asked or (top := max(like_asked.values())) < TYPE_MATCH_FLOOR:
+        return mismatch
+    vectors = encoder.encode([asked.noun, *words])
+    neighbours, beside = np.zeros_like(mismatch), beside_topic(probe) if named_neighbour(probe) is None else set()
+    for word in (w for w, v in zip(words, vectors[1:]) if float(v @ vectors[0]) < NAMED_FLOOR):  # "location" in "what place …" is none
+        for node, value in _reads_as(types, word, encoder).items():  # on the way: something lies past it
+            if sg.node_hop[node] < sg.hops and value >= NAMED_FLOOR and value > like_asked[node]:
+                mismatch[node] = True
+                neighbours[node] |= word in beside and sg.node_hop[node] == 1  # "X attended university": past it, as a named one
+    if neighbours.any():  # (not past a named one: "the company X's spouse works for" is not X's own)
+        mismatch |= _past(sg, neighbours, _next_to(sg, neighbours))
+    out = mismatch | already
+    out[np.asarray(sg.topics, dtype=np.int64)] = True
+    kept = any(not out[node] and value >= top - TYPE_MATCH_SLACK for node, value in like_asked.items())
+    return mismatch if kept else np.zeros_like(mismatch)
 
 
 def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) -> dict[int, float]:  # type: ignore[no-untyped-def]
@@ -328,6 +366,8 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         mismatch |= _works(sg)
     if asked.literal == "entity" and encoder is not None:
         mismatch |= _neighbour_mismatch(sg, asked, probe, encoder, subject_relations)
+        if asked.noun is not None:
+            mismatch |= _other_mismatch(sg, asked, probe, encoder, mismatch, subject_relations)
     return mismatch
 
 

@@ -38,6 +38,12 @@ _COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:
 # "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
 _ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
 _TIME_ZONE = re.compile(r"\btime ?zones?\b")
+# nouns the linker treats as stopwords that may still name an entity on the way ("the person who founded X")
+_DOMAIN_NOUNS = {"movie", "movies", "film", "films", "person", "people", "actor", "actors", "actress", "director", "directors", "writer",
+                 "writers", "screenwriter", "language", "languages", "genre", "genres"}
+_COPULA_NOUN = re.compile(r"\b(?:which|what)\s+[a-z\- ]*?\b(?:is|was|are|were)\s+the\s+([a-z][a-z\-]*)\s+of\b")
+_AFTER_ARTICLE = re.compile(r"\b(?:a|an|the|to|at|attend|attended|attends)\s+([a-z][a-z\-]{2,})")
+_RELATIVE_TO_TOPIC = re.compile(rf"\bthe ([a-z][a-z\-]*) (?:(?:who|that|which|where)(?: [a-z]+){{0,2}}|[a-z]+ing|married to) {TOPIC_MASK}\b")
 NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
 
@@ -110,6 +116,29 @@ def outer_neighbour(probe: str) -> str | None:
     if len(nouns) > 1 or (nouns and re.search(r"[a-z]", match.group(2))):
         return nouns[-1]
     return None
+
+
+def other_nouns(probe: str, asked: AskedKind) -> list[str]:
+    """The words of a question that may name an entity on its way other than the neighbour `named_neighbour`
+    reads and the asked kind: "university" in "which city did X attend university in" (the probe: topics
+    masked). Only a word after an article, "to", "at" or "attend": a verb ("born") reads like the answer's own
+    role ("place of birth"); not the noun the question equates with its answer ("which city is the capital of
+    X's nation"); which of the rest are nouns of something on the way, the KG's types say (kgfr/answer_kind.py)."""
+    text = probe.lower()
+    said = {named_neighbour(probe), outer_neighbour(probe), *_COPULA_NOUN.findall(text)}  # read by their own rules, or the answer
+    kept = set((asked.noun or "").split()) | said | _AUXILIARIES | _NO_NOUNS
+    words = _AFTER_ARTICLE.findall(text)
+    return list(dict.fromkeys(word for word in words if word not in kept and TOPIC_MASK not in word
+                              and (word not in STOPWORDS or word in _DOMAIN_NOUNS) and not word.endswith(("ly", "ing", "ed"))))
+
+
+def beside_topic(probe: str) -> set[str]:
+    """The words a question says are next to its topic: "university" in "which city did X attend university in", "company" in
+    "… X work for a company", "person" in "the person who founded X", "woman" in "the woman married to X", "city" in "the city
+    where X was born"; not "people" in "do the people speak X" (the probe: topics masked)."""
+    text = probe.lower()
+    after = (_AFTER_ARTICLE.findall(match.group(1)) for match in re.finditer(rf"{TOPIC_MASK}((?:\s+[a-z'’\-]+){{1,6}})", text))
+    return {word for words in after for word in words} | set(_RELATIVE_TO_TOPIC.findall(text))
 
 
 def asks_for_it(probe: str, asked: AskedKind) -> bool:
