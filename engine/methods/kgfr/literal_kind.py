@@ -51,6 +51,8 @@ def literal_nodes(sg: Subgraph) -> list[str | None]:
 
 
 def literal_mismatch(sg: Subgraph, asked: str) -> np.ndarray:
+    """The nodes whose literal kind is not the `asked` one ("time", "number" or "entity"): for an entity, the years and
+    numbers; for a time or a number, every node of another kind, unless the subgraph holds none of that kind."""
     kinds = literal_nodes(sg)
     if asked == "entity":
         return np.array([k in ("time", "number") for k in kinds])
