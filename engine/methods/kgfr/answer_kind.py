@@ -273,13 +273,14 @@ def _other_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, already
     if not like_asked or (top := max(like_asked.values())) < TYPE_MATCH_FLOOR:
         return mismatch
     vectors = encoder.encode([asked.noun, *words])
-    neighbours, beside = np.zeros_like(mismatch), beside_topic(probe) if named_neighbour(probe) is None else set()
+    neighbours = np.zeros_like(mismatch)
+    beside = beside_topic(probe) if named_neighbour(probe) is None else set()  # "the company X's spouse works for" is not X's own
     for word in (w for w, v in zip(words, vectors[1:]) if float(v @ vectors[0]) < NAMED_FLOOR):  # "location" in "what place …" is none
         for node, value in _reads_as(types, word, encoder).items():  # on the way: something lies past it
             if sg.node_hop[node] < sg.hops and value >= NAMED_FLOOR and value > like_asked[node]:
                 mismatch[node] = True
                 neighbours[node] |= word in beside and sg.node_hop[node] == 1  # "X attended university": past it, as a named one
-    if neighbours.any():  # (not past a named one: "the company X's spouse works for" is not X's own)
+    if neighbours.any():
         mismatch |= _past(sg, neighbours, _next_to(sg, neighbours))
     out = mismatch | already
     out[np.asarray(sg.topics, dtype=np.int64)] = True
