@@ -234,6 +234,49 @@ def test_freebase_property_names_type_their_subjects_and_objects_and_the_store_t
         store.close()
 
 
+FAR_COUNTRY = [  # Freebase names: Graustark's capital lies beyond a 2-hop subgraph from Bob, so the subgraph shows it only as an object
+    "Bob|/people/person/place_of_birth|Zenda",
+    "Zenda|/location/location/containedby|Graustark",
+    "Graustark|/location/country/capital|Edelweiss",
+    "Bob|/people/person/nationality|Ruritania",
+    "Ruritania|/location/country/capital|Strelsau",
+]
+
+
+def test_the_store_types_the_candidates_the_subgraph_shows_only_as_objects_beyond_the_best_few(tmp_path, monkeypatch):
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.methods.kgfr import answer_kind
+    from kgqa.retrieval.app import retrieve
+    from kgqa.retrieval.store_url import open_store
+
+    store = open_store(store_from_lines(tmp_path, "far", FAR_COUNTRY), "far")
+    try:
+        sg = retrieve(store, [KGNamespace("far").entity("Bob")], 2, 100)
+        index = {label: i for i, label in enumerate(sg.node_labels)}
+        assert "Edelweiss" not in index and node_types(sg)[0][index["Graustark"]] == ["containedby"]
+        scores = torch.zeros(sg.num_nodes)
+        scores[index["Bob"]] = float("-inf")
+        scores[index["Zenda"]], scores[index["Strelsau"]], scores[index["Graustark"]], scores[index["Ruritania"]] = 100.0, 90.0, 60.0, 50.0
+        probe, encoder = "which country was something born in", TextEncoder()
+
+        def first() -> str:
+            ranked, _ = demote_wrong_kind(scores, sg, probe, encoder, store)
+            return sg.node_labels[int(torch.argmax(ranked))]
+
+        monkeypatch.setattr(answer_kind, "STORE_TYPED", 2)  # the store types Zenda and Strelsau, the two best
+        monkeypatch.setattr(answer_kind, "STORE_TYPED_OBJECTS", 2)
+        assert first() == "Ruritania"  # the one country the subgraph shows as such, whatever the scores say
+        monkeypatch.setattr(answer_kind, "STORE_TYPED_OBJECTS", 10)  # and Graustark, the subject of no fact of the subgraph
+        assert first() == "Graustark"
+        asked: list[str] = []
+        monkeypatch.setattr(store, "subject_relations", lambda iris: asked.extend(iris) or {})
+        demote_wrong_kind(scores, sg, probe, encoder, store)
+        ns = KGNamespace("far")
+        assert ns.entity("Graustark") in asked and ns.entity("Ruritania") not in asked  # the subject of a fact here, and not among the best two
+    finally:
+        store.close()
+
+
 IN_CHARGE = [  # Freebase names: the country asked for is the object of no `…/country` fact in the subgraph
     "Joseph|/government/politician/government_positions_held./government/government_position_held/jurisdiction_of_office|Sovietia",
     "Joseph|/people/person/place_of_birth|Gori",

@@ -50,6 +50,7 @@ ROLE_MATCH_FLOOR = 0.75
 NAMED_FLOOR = 0.6  # a candidate's type must read this much like that noun to be taken for the neighbour ("institution" ~ "university" 0.73)
 SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked one ("films" and "film")
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
+STORE_TYPED_OBJECTS = 500  # and among this many best, those the subgraph shows as no fact's subject (a country reached by `containedby` alone)
 TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below the best typed candidate's is of another kind
 
 
@@ -372,15 +373,23 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
 def store_subject_relations(store: object, sg: Subgraph, scores: torch.Tensor) -> SubjectRelations | None:
     """For a KG whose relations are Freebase properties, in a store that knows its entities' subject
     relations (`KnowsSubjectRelations`): the relations the STORE_TYPED best-scored candidates are the
-    subject of, asked in one round trip when first needed. A candidate reached at the subgraph's last
-    hop shows only the facts that reached it, so the subgraph alone leaves it untyped."""
+    subject of, and those of the STORE_TYPED_OBJECTS best that are the subject of no fact of the subgraph,
+    asked in one round trip when first needed. A candidate reached at the subgraph's last hop shows only
+    the facts that reached it, so the subgraph alone leaves it untyped, or typed by what those facts call
+    their objects only (a country reached through `containedby` and `nationality`): the countries the
+    subgraph happened to show as the subject of `/location/country/capital` were then the only ones
+    read as countries, and one of them won "in what nation was the spouse of X born" where the KG's
+    scores had no idea (measured in the README)."""
     if not isinstance(store, KnowsSubjectRelations) or not any(map(is_freebase_path, sg.relation_labels)):
         return None
 
     @cache  # one round trip however many kinds are read
     def ask() -> dict[int, list[str]]:
         finite = torch.isfinite(scores)
-        top = [int(i) for i in torch.argsort(scores, descending=True)[:STORE_TYPED] if finite[i]]
+        best = [int(i) for i in torch.argsort(scores, descending=True)[:STORE_TYPED_OBJECTS] if finite[i]]
+        subject = np.zeros(sg.num_nodes, dtype=bool)
+        subject[fact_ends(sg)[0]] = True
+        top = best[:STORE_TYPED] + [i for i in best[STORE_TYPED:] if not subject[i]]
         found = store.subject_relations([sg.nodes[i] for i in top])
         return {i: found[sg.nodes[i]] for i in top if sg.nodes[i] in found}
 
