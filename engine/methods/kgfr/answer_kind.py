@@ -38,7 +38,7 @@ import torch
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, named_neighbour, other_nouns, outer_neighbour, role_words
-from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch
+from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subjects
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
 # instance typing only: a taxonomy's "is a" / "subclass of" (GO, UMLS) links classes, not answers to their kinds
@@ -387,8 +387,7 @@ def store_subject_relations(store: object, sg: Subgraph, scores: torch.Tensor) -
     def ask() -> dict[int, list[str]]:
         finite = torch.isfinite(scores)
         best = [int(i) for i in torch.argsort(scores, descending=True)[:STORE_TYPED_OBJECTS] if finite[i]]
-        subject = np.zeros(sg.num_nodes, dtype=bool)
-        subject[fact_ends(sg)[0]] = True
+        subject = subjects(sg)
         top = best[:STORE_TYPED] + [i for i in best[STORE_TYPED:] if not subject[i]]
         found = store.subject_relations([sg.nodes[i] for i in top])
         return {i: found[sg.nodes[i]] for i in top if sg.nodes[i] in found}
