@@ -105,13 +105,18 @@ def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None, obje
     if sg.num_edges == 0 or not any(domains):
         return {}
     ranges = [_freebase_object_role(label) for label in sg.relation_labels]
-    relation = np.asarray(sg.edge_type) // 2
+    relation = np.asarray(sg.edge_type, dtype=np.int64) // 2
     subject, obj = fact_ends(sg)
     out: dict[int, set[str]] = {}
     for words, ends in ((domains, subject), (ranges, obj)) if objects else ((domains, subject),):
-        for node, r in np.unique(np.stack([ends, relation]), axis=1).T.tolist():
-            if words[r]:
-                out.setdefault(node, set()).add(words[r])  # type: ignore[arg-type]
+        names = sorted({word for word in words if word})
+        number = {word: i for i, word in enumerate(names)}
+        word = np.asarray([number[w] if w else -1 for w in words], dtype=np.int64)[relation]  # each edge's word
+        said = word >= 0
+        # (node, word) as one integer, each once: many relations give a node the same word ("person"), and a
+        # 2-column np.unique over (node, relation) with a loop over its pairs took ~160 ms on 245k edges
+        for pair in np.unique(ends[said].astype(np.int64) * len(names) + word[said]).tolist():
+            out.setdefault(pair // len(names), set()).add(names[pair % len(names)])
     for node, labels in (subject_relations() if subject_relations else {}).items():
         out.setdefault(node, set()).update(t for label in labels if (t := freebase_subject_type(label)))
     return {node: sorted(types) for node, types in out.items() if types}
