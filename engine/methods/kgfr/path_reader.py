@@ -98,7 +98,7 @@ def _one_to_one(sg: Subgraph) -> np.ndarray:
     """Per relation, whether no node of the subgraph is the subject of two of its facts, nor the object."""
     relation = np.asarray(sg.edge_type, dtype=np.int64) // 2
     out = np.ones(len(sg.relation_labels), dtype=bool)
-    for ends in sg.edge_index:  # (relation, node) as one integer: a 2-column np.unique took ~85 ms on 3-hop FB15k-237 subgraphs (~7 now)
+    for ends in sg.edge_index:  # (relation, node) as one integer: a 2-column np.unique took ~85 ms on 3-hop FB15k-237 and people-KG subgraphs (~7 now)
         pairs, counts = np.unique(relation * sg.num_nodes + np.asarray(ends, dtype=np.int64), return_counts=True)
         out[pairs[counts > 1] // sg.num_nodes] = False
     return out
