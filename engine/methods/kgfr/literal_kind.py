@@ -18,6 +18,9 @@ _NUMBER = re.compile(r"^\s*[-+]?\d[\d,]*(?:\.\d+)?\s*$")
 
 def literal_kind(label: str) -> str | None:
     """"time" for a year or a date, "number" for another number, None for anything else."""
+    first = label.lstrip()[:1]
+    if not first or not (first.isdigit() or first in "+-"):  # most labels: read for every node of a subgraph
+        return None
     if _YEAR.match(label) or _DATE.match(label):
         return "time"
     if _NUMBER.match(label):
