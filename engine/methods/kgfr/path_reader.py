@@ -74,14 +74,16 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
                 continue
             offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
             edges = order[np.repeat(starts, lengths) + offsets]
+            if near is not None:  # only steps after which a target is still within reach (before sorting them: hubs)
+                edges = edges[near[tails[edges]] <= max_len - step]
+                if edges.size == 0:
+                    continue
             kinds, ends = types[edges], tails[edges]
             by_kind = np.argsort(kinds, kind="stable")
             kinds, ends = kinds[by_kind], ends[by_kind]
             cuts = np.flatnonzero(np.diff(kinds)) + 1
             for kind, part in zip(kinds[np.concatenate([[0], cuts])].tolist(), np.split(ends, cuts)):
                 part = np.unique(part)
-                if near is not None:
-                    part = part[near[part] <= max_len - step]
                 if sequence and kind == sequence[-1] ^ 1 and is_topic[part].all() and one_to_one()[kind // 2]:
                     continue  # straight back to the topics alone along a one-to-one relation ("spouse of → has spouse")
                 if part.size:
