@@ -144,19 +144,18 @@ def _own_kind(sg: Subgraph, noun: str, encoder, subject_relations: SubjectRelati
     properties give their subjects (from the subgraph's facts and the store's) that reads like the noun
     (SAME_NOUN): the Soviet Union, subject of `/location/country/…`, is a country whatever the subgraph
     shows it the object of. What other facts call a node ("region" for the object of `…/region`) does not count.
-    Read per relation, not per node (`_domain_types(objects=False)` gives the same nodes at ~30 ms a call more)."""
+    Read per relation: the nodes `_domain_types(objects=False)` would give, ~17 ms a call sooner on 3-hop subgraphs."""
     own = np.zeros(sg.num_nodes, dtype=bool)
     domains = [freebase_subject_type(label) for label in sg.relation_labels]
+    if sg.num_edges == 0 or not any(domains):
+        return own
     stored = {node: {t for label in labels if (t := freebase_subject_type(label))}
               for node, labels in (subject_relations() if subject_relations else {}).items()}
     names = sorted({word for word in domains if word} | {t for types in stored.values() for t in types})
-    if not names:
-        return own
     alike = {name for name, value in zip(names, (encoder.encode(names) @ encoder.encode([noun])[0]).tolist()) if value >= SAME_NOUN}
-    if sg.num_edges:
-        relation_alike = np.asarray([word in alike for word in domains], dtype=bool)
-        subject, _ = fact_ends(sg)
-        own[subject[relation_alike[np.asarray(sg.edge_type, dtype=np.int64) // 2]]] = True
+    relation_alike = np.asarray([word in alike for word in domains], dtype=bool)
+    subject, _ = fact_ends(sg)
+    own[subject[relation_alike[np.asarray(sg.edge_type, dtype=np.int64) // 2]]] = True
     for node, types in stored.items():
         own[node] |= bool(types & alike)
     return own
