@@ -140,17 +140,16 @@ def _type_mismatch(sg: Subgraph, noun: str, encoder, typed: Typed) -> np.ndarray
 
 
 def _own_kind(sg: Subgraph, noun: str, encoder, subject_relations: SubjectRelations | None) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The nodes whose own properties say they are what the question asks for: a type their Freebase
-    properties give their subjects (from the subgraph's facts and the store's) that reads like the noun
-    (SAME_NOUN): the Soviet Union, subject of `/location/country/…`, is a country whatever the subgraph
-    shows it the object of. What other facts call a node ("region" for the object of `…/region`) does not count.
-    Read per relation: the nodes `_domain_types(objects=False)` would give, ~17 ms a call sooner on 3-hop subgraphs."""
+    """The nodes whose own properties say they are what the question asks for: a type their Freebase properties
+    give their subjects (from the subgraph's facts and the store's) that reads like the noun (SAME_NOUN): the
+    Soviet Union, subject of `/location/country/…`, is a country whatever the subgraph shows it the object of.
+    What other facts call a node ("region" for the object of `…/region`) does not count. Read per relation: the
+    nodes `_domain_types(objects=False)` would give, ~14 ms a call sooner on 3-hop subgraphs."""
     own = np.zeros(sg.num_nodes, dtype=bool)
     domains = [freebase_subject_type(label) for label in sg.relation_labels]
     if sg.num_edges == 0 or not any(domains):
         return own
-    stored = {node: {t for label in labels if (t := freebase_subject_type(label))}
-              for node, labels in (subject_relations() if subject_relations else {}).items()}
+    stored = {node: {t for label in labels if (t := freebase_subject_type(label))} for node, labels in (subject_relations() if subject_relations else {}).items()}
     names = sorted({word for word in domains if word} | {t for types in stored.values() for t in types})
     alike = {name for name, value in zip(names, (encoder.encode(names) @ encoder.encode([noun])[0]).tolist()) if value >= SAME_NOUN}
     relation_alike = np.asarray([word in alike for word in domains], dtype=bool)
@@ -162,10 +161,9 @@ def _own_kind(sg: Subgraph, noun: str, encoder, subject_relations: SubjectRelati
 
 
 def _persons(sg: Subgraph, encoder, typed: Typed) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The typed nodes that are people: a type that reads as "person" (ROLE_MATCH_FLOOR) more than any
-    of its types reads as "place". "Where" may ask for a city, a country, a university or a company
-    ("where did X study / work"), never for a person: the founder is no answer to "where was the
-    founder of X born"."""
+    """The typed nodes that are people: a type that reads as "person" (ROLE_MATCH_FLOOR) more than any of its
+    types reads as "place". "Where" may ask for a city, a country, a university or a company ("where did X
+    study / work"), never for a person: the founder is no answer to "where was the founder of X born"."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     types, _ = typed()
     if not types:
@@ -386,15 +384,14 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
 
 
 def store_subject_relations(store: object, sg: Subgraph, scores: torch.Tensor) -> SubjectRelations | None:
-    """For a KG whose relations are Freebase properties, in a store that knows its entities' subject
-    relations (`KnowsSubjectRelations`): the relations the STORE_TYPED best-scored candidates are the
-    subject of, and those of the STORE_TYPED_OBJECTS best that are the subject of no fact of the subgraph,
-    asked in one round trip when first needed. A candidate reached at the subgraph's last hop shows only
-    the facts that reached it, so the subgraph alone leaves it untyped, or typed by what those facts call
-    their objects only (a country reached through `containedby` and `nationality`): the countries the
-    subgraph happened to show as the subject of `/location/country/capital` were then the only ones
-    read as countries, and one of them won "in what nation was the spouse of X born" where the KG's
-    scores had no idea (measured in the README)."""
+    """For a KG whose relations are Freebase properties, in a store that knows its entities' subject relations
+    (`KnowsSubjectRelations`): the relations the STORE_TYPED best-scored candidates are the subject of, and those
+    of the STORE_TYPED_OBJECTS best that are the subject of no fact of the subgraph, asked in one round trip when
+    first needed. A candidate reached at the subgraph's last hop shows only the facts that reached it, so the
+    subgraph alone leaves it untyped, or typed by what those facts call their objects only (a country reached
+    through `containedby` and `nationality`): the countries the subgraph happened to show as the subject of
+    `/location/country/capital` were the only ones read as countries, and one of them won "in what nation was
+    the spouse of X born" where the KG's scores had no idea (measured in the README)."""
     if not isinstance(store, KnowsSubjectRelations) or not any(map(is_freebase_path, sg.relation_labels)):
         return None
 
