@@ -74,11 +74,10 @@ def type_relations(sg: Subgraph) -> list[int]:
 
 
 def node_types(sg: Subgraph, subject_relations: SubjectRelations | None = None) -> tuple[dict[int, list[str]], set[int]]:
-    """Each node's type labels, from the subgraph's facts of a type relation, and the nodes that are
-    types themselves; in a KG without a type relation, the types Freebase property names give their
-    subjects (`freebase_subject_type`), read from the subgraph's facts and, for the nodes
-    `subject_relations` knows (the store's, for the best candidates), from all of their facts; no
-    node is a type then (neither: {}, set())."""
+    """Each node's type labels, from the subgraph's facts of a type relation, and the nodes that are types themselves; in
+    a KG without a type relation, the types Freebase property names give their subjects (`freebase_subject_type`),
+    read from the subgraph's facts and, for the nodes `subject_relations` knows (the store's, for the best
+    candidates), from all of their facts; no node is a type then (neither: {}, set())."""
     typing = type_relations(sg)
     if not typing:
         return _domain_types(sg, subject_relations), set()
@@ -93,14 +92,13 @@ def node_types(sg: Subgraph, subject_relations: SubjectRelations | None = None) 
 
 
 def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None, objects: bool = True) -> dict[int, list[str]]:
-    """The kinds Freebase property names give the ends of their facts: a subject the type they give
-    their subjects ("person" for `/people/person/spouse_s./people/marriage/spouse`), an object what the
-    last property calls its objects ("spouse"; "company" for `…/employment_tenure/company`, "profession",
-    "director" for `/film/film/directed_by`; not with `objects=False`): from the subgraph's facts, and
-    subject types from the relations `subject_relations` gives (node → relation labels). Objects count
-    because many answers are only ever objects: a profession or an industry has no subject type, and was
-    never demoted ("in which country is the company X works for based" answered "surgeon"; measured in
-    the README, "What a Freebase property calls its objects")."""
+    """The kinds Freebase property names give the ends of their facts: a subject the type they give their subjects
+    ("person" for `/people/person/spouse_s./people/marriage/spouse`), an object what the last property calls its
+    objects ("spouse"; "company" for `…/employment_tenure/company`, "profession", "director" for
+    `/film/film/directed_by`; not with `objects=False`): from the subgraph's facts, and subject types from the
+    relations `subject_relations` gives (node → relation labels). Objects count because many answers are only ever
+    objects: a profession or an industry has no subject type, and was never demoted ("in which country is the company
+    X works for based" answered "surgeon"; measured in the README, "What a Freebase property calls its objects")."""
     domains = [freebase_subject_type(label) for label in sg.relation_labels]
     if sg.num_edges == 0 or not any(domains):
         return {}
@@ -123,8 +121,8 @@ def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None, obje
 
 
 def _type_mismatch(sg: Subgraph, noun: str, encoder, typed: Typed) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Typed nodes whose best type reads less like the asked noun than the best typed node's does, and
-    the types themselves (a class is no answer to "which film")."""
+    """Typed nodes whose best type reads less like the asked noun than the best typed node's does, and the types
+    themselves (a class is no answer to "which film")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     types, classes = typed()
     if not types:
@@ -140,18 +138,17 @@ def _type_mismatch(sg: Subgraph, noun: str, encoder, typed: Typed) -> np.ndarray
 
 
 def _own_kind(sg: Subgraph, noun: str, encoder, subject_relations: SubjectRelations | None) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The nodes whose own properties say they are what the question asks for: a type their Freebase properties
-    give their subjects (from the subgraph's facts and the store's) that reads like the noun (SAME_NOUN): the
-    Soviet Union, subject of `/location/country/…`, is a country whatever the subgraph shows it the object of.
-    What other facts call a node ("region" for the object of `…/region`) does not count. Read per relation: the
-    nodes `_domain_types(objects=False)` would give, ~14 ms a call sooner on 3-hop subgraphs."""
+    """The nodes whose own properties say they are what the question asks for: a type their Freebase properties give
+    their subjects (the subgraph's facts and the store's) that reads like the noun (SAME_NOUN): the Soviet Union, subject
+    of `/location/country/…`, is a country whatever it is the object of here; not what other facts call a node ("region"
+    for the object of `…/region`). Per relation: `_domain_types(objects=False)`'s nodes, ~14 ms a call sooner."""
     own = np.zeros(sg.num_nodes, dtype=bool)
     domains = [freebase_subject_type(label) for label in sg.relation_labels]
     if sg.num_edges == 0 or not any(domains):
         return own
     stored = {node: {t for label in labels if (t := freebase_subject_type(label))} for node, labels in (subject_relations() if subject_relations else {}).items()}
     names = sorted({word for word in domains if word} | {t for types in stored.values() for t in types})
-    alike = {name for name, value in zip(names, (encoder.encode(names) @ encoder.encode([noun])[0]).tolist()) if value >= SAME_NOUN}
+    alike = {name for name, value in _similarity(names, noun, encoder).items() if value >= SAME_NOUN}
     relation_alike = np.asarray([word in alike for word in domains], dtype=bool)
     subject, _ = fact_ends(sg)
     own[subject[relation_alike[np.asarray(sg.edge_type, dtype=np.int64) // 2]]] = True
@@ -161,9 +158,9 @@ def _own_kind(sg: Subgraph, noun: str, encoder, subject_relations: SubjectRelati
 
 
 def _persons(sg: Subgraph, encoder, typed: Typed) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The typed nodes that are people: a type that reads as "person" (ROLE_MATCH_FLOOR) more than any of its
-    types reads as "place". "Where" may ask for a city, a country, a university or a company ("where did X
-    study / work"), never for a person: the founder is no answer to "where was the founder of X born"."""
+    """The typed nodes that are people: a type that reads as "person" (ROLE_MATCH_FLOOR) more than any of its types reads
+    as "place". "Where" may ask for a city, a country, a university or a company ("where did X study / work"), never for
+    a person: the founder is no answer to "where was the founder of X born"."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     types, _ = typed()
     if not types:
@@ -174,10 +171,14 @@ def _persons(sg: Subgraph, encoder, typed: Typed) -> np.ndarray:  # type: ignore
     return mismatch
 
 
+def _similarity(names: list[str], noun: str, encoder) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Each name → how much it reads like `noun` (cosine; the encoder caches texts)."""
+    return dict(zip(names, (encoder.encode(names) @ encoder.encode([noun])[0]).tolist()))
+
+
 def _reads_as(types: dict[int, list[str]], noun: str, encoder) -> dict[int, float]:  # type: ignore[no-untyped-def]
-    """Each typed node → how much its best type reads like `noun` (cosine; the encoder caches texts)."""
-    names = sorted({t for ts in types.values() for t in ts})
-    similarity = dict(zip(names, (encoder.encode(names) @ encoder.encode([noun])[0]).tolist()))
+    """Each typed node → how much its best type reads like `noun`."""
+    similarity = _similarity(sorted({t for ts in types.values() for t in ts}), noun, encoder)
     return {node: max(similarity[t] for t in ts) for node, ts in types.items()}
 
 
@@ -194,9 +195,8 @@ def _freebase_object_role(label: str) -> str | None:
 
 
 def _role_mismatch(sg: Subgraph, nouns: list[str], encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Where the asked noun (or, for a kind of it, its genre: `role_words`) is what some relation's
-    objects are called ("which actors" and `starred_actors`): the nodes that are the object of no such
-    relation in the subgraph."""
+    """Where the asked noun (or, for a kind of it, its genre: `role_words`) is what some relation's objects are called
+    ("which actors" and `starred_actors`): the nodes that are the object of no such relation in the subgraph."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     if sg.num_edges == 0:
         return mismatch
@@ -229,13 +229,13 @@ def _works(sg: Subgraph) -> np.ndarray:
 
 
 def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typed: Typed) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The typed nodes that read as the neighbour the question names on the way to its answer (the
-    company, for "who founded the company X works for"): one hop from a topic, their best type reads
-    like that noun (NAMED_FLOOR) and more than like the asked noun; where some do, the topic's other one-hop
-    neighbours too, unless the named one leads to them, and every node the named ones do not reach within
-    the subgraph's hops less one, not through a topic (`_beyond`); where it names one past that one too ("the
-    employer of X's husband"), that one likewise (`_outer_mismatch`). Nothing where the question names no
-    neighbour, or names the asked kind again ("which films share a director with the film X")."""
+    """The typed nodes that read as the neighbour the question names on the way to its answer (the company, for "who
+    founded the company X works for"): one hop from a topic, their best type reads like that noun (NAMED_FLOOR) and
+    more than like the asked noun; where some do, the topic's other one-hop neighbours too, unless the named one leads
+    to them, and every node the named ones do not reach within the subgraph's hops less one, not through a topic
+    (`_beyond`); where it names one past that one too ("the employer of X's husband"), that one likewise
+    (`_outer_mismatch`). Nothing where the question names no neighbour, or names the asked kind again ("which films
+    share a director with the film X")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun = named_neighbour(probe)
     if noun is None or asks_for_it(probe, asked):
@@ -303,9 +303,9 @@ def _other_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, already
 
 
 def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) -> dict[int, float]:  # type: ignore[no-untyped-def]
-    """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (its object word):
-    "X's wife" is the one X is married to, not a friend another marriage makes a spouse. From the topic's side, else (a KG
-    states a marriage once) from a neighbour sharing a type with it: not a job title whose `…/company` is the bank X."""
+    """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (its object word): "X's wife"
+    is the one X is married to, not a friend another marriage makes a spouse. From the topic's side, else (a KG states a
+    marriage once) from a neighbour sharing a type with it: not a job title whose `…/company` is the bank X."""
     roles = [_freebase_object_role(label) or object_role(label) for label in sg.relation_labels]
     reading = encoder.encode(roles) @ encoder.encode([noun])[0]
     subject, obj = fact_ends(sg)
@@ -324,8 +324,8 @@ def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) ->
 
 
 def _outer_mismatch(sg: Subgraph, next_to: np.ndarray, like_outer: dict[int, float], like_asked: dict[int, float]) -> np.ndarray:
-    """The nodes `next_to` the named neighbours, two hops out, whose type reads like the outer noun (NAMED_FLOOR, and
-    more than like the asked noun), and every node they do not reach within hops − 2, not through a topic."""
+    """The nodes `next_to` the named neighbours, two hops out, whose type reads like the outer noun (NAMED_FLOOR, and more
+    than like the asked noun), and every node they do not reach within hops − 2, not through a topic."""
     outer = np.zeros(sg.num_nodes, dtype=bool)
     for node, value in like_outer.items():
         outer[node] = next_to[node] and sg.node_hop[node] == 2 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
@@ -335,8 +335,8 @@ def _outer_mismatch(sg: Subgraph, next_to: np.ndarray, like_outer: dict[int, flo
 
 
 def _beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:
-    """The nodes within `steps` edges of the `named` ones, not through a topic: "the country X's wife
-    was born in" lies past the wife, and X's own birth country, reached only back through X, does not."""
+    """The nodes within `steps` edges of the `named` ones, not through a topic: "the country X's wife was born in" lies
+    past the wife, and X's own birth country, reached only back through X, does not."""
     blocked = np.zeros(sg.num_nodes, dtype=bool)
     blocked[np.asarray(sg.topics, dtype=np.int64)] = True
     reached = np.zeros(sg.num_nodes, dtype=bool)
@@ -350,9 +350,9 @@ def _beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:
 
 
 def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The nodes whose kind is not the one the question asks for (a bool per node; all False when the
-    question names no kind or the subgraph shows none). `subject_relations`: called only when types
-    are read, the relations some nodes are the subject of beyond the subgraph (`store_subject_relations`)."""
+    """The nodes whose kind is not the one the question asks for (a bool per node; all False when the question names no
+    kind or the subgraph shows none). `subject_relations`: called only when types are read, the relations some nodes
+    are the subject of beyond the subgraph (`store_subject_relations`)."""
     asked = asked_kind(probe)
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     typed = cache(partial(node_types, sg, subject_relations))  # ~0.5 s for a 3-hop FB15k-237 subgraph of 245k edges
@@ -408,10 +408,10 @@ def store_subject_relations(store: object, sg: Subgraph, scores: torch.Tensor) -
 
 
 def demote_wrong_kind(scores: torch.Tensor, sg: Subgraph, probe: str, encoder, store: object = None) -> tuple[torch.Tensor, int]:  # type: ignore[no-untyped-def]
-    """Scores where every candidate of the wrong kind ranks below every other (their order kept among
-    themselves), and how many were demoted. Nothing moves when every finite candidate is of the
-    wrong kind (the question's kind was misread, or the subgraph holds none of it). `store`: where it
-    knows its entities' subject relations, the best candidates are typed from it too."""
+    """Scores where every candidate of the wrong kind ranks below every other (their order kept among themselves), and
+    how many were demoted. Nothing moves when every finite candidate is of the wrong kind (the question's kind was
+    misread, or the subgraph holds none of it). `store`: where it knows its entities' subject relations, the best
+    candidates are typed from it too."""
     finite = torch.isfinite(scores)
     mismatch = torch.from_numpy(wrong_kind(sg, probe, encoder, store_subject_relations(store, sg, scores))) & finite
     if not mismatch.any() or bool((finite & ~mismatch).sum() == 0):
