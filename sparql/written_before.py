@@ -56,10 +56,20 @@ class WrittenBefore:
         return (hashes >> np.uint64(64 - bits)).astype(np.int64), (hashes & mask).astype(np.int64)
 
     def _put(self, hashes: np.ndarray, one: np.ndarray, two: np.ndarray) -> None:
-        """Each hash into its first slot if empty, else its second (overwriting what was there)."""
+        """Each hash into its first slot if empty, else its second (overwriting what was there). Of
+        the hashes of one call that pick one slot, the first takes it and the others go to their other
+        slot; any that meet again there are forgotten."""
         taken = np.where(self._table[one] == 0, one, two)
-        self._filled += len(np.unique(taken[self._table[taken] == 0]))
-        self._table[taken] = hashes
+        for _ in range(2):
+            slots, first = np.unique(taken, return_index=True)
+            self._filled += int(np.count_nonzero(self._table[slots] == 0))
+            self._table[slots] = hashes[first]
+            left = np.ones(len(taken), dtype=bool)
+            left[first] = False
+            hashes, taken = hashes[left], np.where(taken[left] == one[left], two[left], one[left])
+            one, two = one[left], two[left]
+            if not len(hashes):
+                return
 
     def _grow(self) -> None:
         kept = self._table[self._table != 0]

@@ -23,6 +23,14 @@ def test_a_key_is_new_once_and_the_table_grows_to_its_cap_and_no_further():
         WrittenBefore(first_slots=12)
 
 
+def test_keys_of_one_call_that_pick_one_empty_slot_are_all_remembered():
+    """Small ints hash to themselves: their high bits, the first slot, are all zero, so every key of
+    the call picks slot 0; each must land somewhere (one used to overwrite the others)."""
+    seen = WrittenBefore(first_slots=1 << 12)
+    assert seen.first_time([1, 2, 3, 4]) == [True] * 4
+    assert seen.first_time([4, 3, 2, 1]) == [False] * 4
+
+
 def test_a_full_table_forgets_but_never_calls_an_unseen_key_old():
     seen = WrittenBefore(first_slots=16, max_slots=64)
     keys = [(f"e{i}", f"E {i}") for i in range(2000)]
