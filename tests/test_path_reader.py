@@ -235,3 +235,12 @@ def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
     # LeRoy directed Random Harvest alone, but directed_by is no one-to-one relation (Dieterle directed two):
     # the way back to the topic is walked on, as "the cast of the films of X's director" means
     assert groups["directed by → directed → starred actors"] == {"Ronald Colman"}
+
+
+def test_edges_sorted_by_head_by_radix_match_a_stable_sort():
+    from kgqa.methods.kgfr.path_reader import _stable_order
+
+    rng = np.random.default_rng(7)
+    for bound in (1, 5, 1 << 16, (1 << 16) + 3, 1 << 40):  # one 16-bit pass, and two or three
+        heads = rng.integers(0, bound, 5000)
+        assert np.array_equal(_stable_order(heads, bound), np.argsort(heads, kind="stable")), bound

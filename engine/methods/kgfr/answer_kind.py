@@ -39,6 +39,7 @@ from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, named_neighbour, other_nouns, outer_neighbour, role_words
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subjects
+from kgqa.methods.kgfr.type_sets import type_lists
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
 # instance typing only: a taxonomy's "is a" / "subclass of" (GO, UMLS) links classes, not answers to their kinds
@@ -52,7 +53,6 @@ SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked 
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
 STORE_TYPED_OBJECTS = 500  # and among this many best, those the subgraph shows as no fact's subject (a country reached by `containedby` alone)
 TYPE_MATCH_SLACK = 0.15  # a typed candidate whose best type is this far below the best typed candidate's is of another kind
-
 
 SubjectRelations = Callable[[], dict[int, list[str]]]  # node → labels of the relations it is the subject of
 Typed = Callable[[], tuple[dict[int, list[str]], set[int]]]  # `node_types` of one subgraph, read once however many rules ask
@@ -105,19 +105,17 @@ def _domain_types(sg: Subgraph, subject_relations: SubjectRelations | None, obje
     ranges = [_freebase_object_role(label) for label in sg.relation_labels]
     relation = np.asarray(sg.edge_type, dtype=np.int64) // 2
     subject, obj = fact_ends(sg)
-    out: dict[int, set[str]] = {}
-    for words, ends in ((domains, subject), (ranges, obj)) if objects else ((domains, subject),):
-        names = sorted({word for word in words if word})
-        number = {word: i for i, word in enumerate(names)}
+    sides = ((domains, subject), (ranges, obj)) if objects else ((domains, subject),)
+    number = {word: i for i, word in enumerate(sorted({word for words, _ in sides for word in words if word}))}
+    pairs = []
+    for words, ends in sides:
         edge_word = np.asarray([number[w] if w else -1 for w in words], dtype=np.int64)[relation]
-        said = edge_word >= 0
-        # (node, word) as one integer, each once: many relations give a node the same word ("person"); a 2-column
-        # np.unique over (node, relation) and a loop over its pairs took ~90 ms a call on 3-hop FB15k-237 and people-KG subgraphs (~33 now)
-        for pair in np.unique(ends[said].astype(np.int64) * len(names) + edge_word[said]).tolist():
-            out.setdefault(pair // len(names), set()).add(names[pair % len(names)])
+        pairs.append(ends[edge_word >= 0].astype(np.int64) * len(number) + edge_word[edge_word >= 0])
+    out = type_lists(np.concatenate(pairs), list(number), sg.num_nodes)
     for node, labels in (subject_relations() if subject_relations else {}).items():
-        out.setdefault(node, set()).update(t for label in labels if (t := freebase_subject_type(label)))
-    return {node: sorted(types) for node, types in out.items() if types}
+        if stored := {t for label in labels if (t := freebase_subject_type(label))}:
+            out[node] = sorted(stored.union(out.get(node, ())))
+    return out
 
 
 def _type_mismatch(sg: Subgraph, noun: str, encoder, typed: Typed) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -177,9 +175,11 @@ def _similarity(names: list[str], noun: str, encoder) -> dict[str, float]:  # ty
 
 
 def _reads_as(types: dict[int, list[str]], noun: str, encoder) -> dict[int, float]:  # type: ignore[no-untyped-def]
-    """Each typed node → how much its best type reads like `noun`."""
-    similarity = _similarity(sorted({t for ts in types.values() for t in ts}), noun, encoder)
-    return {node: max(similarity[t] for t in ts) for node, ts in types.items()}
+    """Each typed node → how much its best type reads like `noun` (once per list: nodes of one kind share theirs)."""
+    lists = {id(ts): ts for ts in types.values()}
+    similarity = _similarity(sorted({t for ts in lists.values() for t in ts}), noun, encoder)
+    best = {key: max(similarity[t] for t in ts) for key, ts in lists.items()}
+    return {node: best[id(ts)] for node, ts in types.items()}
 
 
 def object_role(label: str) -> str:
