@@ -335,11 +335,11 @@ class PathReader:
         with self._lock, torch.inference_mode():
             scores = self.model(*inputs).float().tolist()
             no_path = float(self.model.no_path(inputs[0], inputs[1])) if self.config.reads_lacking else None
-        best: dict[int, float] = {}
-        for (_, ends), score in zip(groups, scores):
-            for node in ends.tolist():
-                if score > best.get(node, -np.inf):
-                    best[node] = score
+        reached = np.concatenate([ends for _, ends in groups])
+        best_of = np.full(sg.num_nodes, -np.inf)
+        np.maximum.at(best_of, reached, np.repeat(scores, [ends.size for _, ends in groups]))
+        nodes = np.unique(reached)
+        best = dict(zip(nodes.tolist(), best_of[nodes].tolist()))
         return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
                        None if no_path is None else no_path - max(scores))
 
@@ -358,7 +358,8 @@ class PathReader:
             return scores, reading
         top_reading, worst = max(best.values()), min(best.values())
         fused = scores + weight * (worst - top_reading)
-        for node, value in best.items():
-            if finite[node]:
-                fused[node] = scores[node] + weight * (value - top_reading)
+        nodes = torch.as_tensor(list(best), dtype=torch.long)
+        shift = torch.as_tensor([weight * (value - top_reading) for value in best.values()], dtype=scores.dtype)
+        kept = finite[nodes]
+        fused[nodes[kept]] = scores[nodes[kept]] + shift[kept]
         return fused, reading
