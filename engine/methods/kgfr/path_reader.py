@@ -84,13 +84,13 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
         kept = ~is_topic[ends] & (near[ends] == 0 if near is not None else True)
         bounds = np.flatnonzero(np.diff(groups, prepend=-1))
         grown = []
-        for group, start, stop, keeps in zip(groups[bounds].tolist(), bounds.tolist(), [*bounds[1:].tolist(), keys.size],
+        for group, start, stop, any_kept in zip(groups[bounds].tolist(), bounds.tolist(), [*bounds[1:].tolist(), keys.size],
                                              np.add.reduceat(kept, bounds).tolist() if keys.size else []):
             sequence, kind = frontier[group // kinds_count][0], group % kinds_count
             part = ends[start:stop]
             if sequence and kind == sequence[-1] ^ 1 and is_topic[part].all() and one_to_one(kind // 2):
                 continue  # straight back to the topics alone along a one-to-one relation ("spouse of → has spouse")
-            grown.append(((*sequence, kind), part, kept[start:stop] if keeps else None))
+            grown.append(((*sequence, kind), part, kept[start:stop] if any_kept else None))
         frontier = [(sequence, part) for sequence, part, _ in grown[:MAX_SEQUENCES]]
         out.update((sequence, part[keep]) for sequence, part, keep in grown[:MAX_SEQUENCES] if keep is not None)
     return out
