@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-MARKED_KEYS = 1 << 26  # up to this many possible (node, name) keys, pairs are deduplicated by marking them (8 MB of bools)
+MARKED_KEYS = 1 << 23  # up to this many possible (node, name) keys, pairs are deduplicated by marking them (8 MB of bools)
 
 
 def type_lists(pairs: np.ndarray, names: list[str], num_nodes: int) -> dict[int, list[str]]:
