@@ -56,7 +56,7 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
     heads = np.concatenate([sg.edge_index[0], sg.edge_index[1]])
     tails = np.concatenate([sg.edge_index[1], sg.edge_index[0]])
     types = np.concatenate([sg.edge_type, sg.edge_type ^ 1])
-    kinds_count = 2 * max(len(sg.relation_labels), int(types.max(initial=0)) // 2 + 1)
+    kinds_count = 2 * len(sg.relation_labels)  # edge types are 2·relation + inverse: below this
     kind_key = types.astype(np.int64) * sg.num_nodes
     is_topic = np.zeros(sg.num_nodes, dtype=bool)
     is_topic[np.asarray(sg.topics, dtype=np.int64)] = True
@@ -85,7 +85,7 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
         bounds = np.flatnonzero(np.diff(groups, prepend=-1))
         grown = []
         for group, start, stop, any_kept in zip(groups[bounds].tolist(), bounds.tolist(), [*bounds[1:].tolist(), keys.size],
-                                             np.add.reduceat(kept, bounds).tolist() if keys.size else []):
+                                             np.logical_or.reduceat(kept, bounds).tolist() if keys.size else []):
             sequence, kind = frontier[group // kinds_count][0], group % kinds_count
             part = ends[start:stop]
             if sequence and kind == sequence[-1] ^ 1 and is_topic[part].all() and one_to_one(kind // 2):
