@@ -6,7 +6,7 @@ Reads go through the SPARQL in this folder's *.rq files; the engine opens on-dis
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import groupby, islice
 from pathlib import Path
 
@@ -27,6 +27,7 @@ class EmbeddedStore(SparqlReader):
     def __init__(self, store: ox.Store, kg: str, label_index: LabelIndex | Path | None = None):
         super().__init__(kg, label_index)
         self._store = store
+        self._relations: list[str] | None = None
 
     @classmethod
     def open(cls, path: str | Path, kg: str | None = None) -> "EmbeddedStore":
@@ -51,6 +52,12 @@ class EmbeddedStore(SparqlReader):
         meta = ox.NamedNode(self.ns.meta_graph)
         found = {q.subject for q in self._store.quads_for_pattern(None, _TYPE, _RELATION, meta) if isinstance(q.subject, ox.NamedNode)}
         return sorted(found, key=lambda node: node.value)
+
+    def _numbered_relations(self) -> Sequence[str]:
+        """Read once from the meta graph, without a query; relations loaded later come back by IRI."""
+        if self._relations is None:
+            self._relations = [node.value for node in self.relation_nodes()]
+        return self._relations
 
     def select_asked(self, query: str) -> list[Row] | bool:
         graphs = [ox.NamedNode(g) for g in self.asked_graphs]

@@ -124,18 +124,27 @@ class SparqlReader:
             return self._expand_two_step(frontier, reached, lam)
         scan_limit = escape.integer(max(lam, len(reached)))
         reached_slices = _slices(list(reached), self.max_values)
-        rows: list[Row] = []
+        relations = self._numbered_relations()
+        relation_terms = escape.numbered_iris(relations) if relations else escape.NOTHING_NUMBERED
+        edges: list[Edge] = []
         for part in _slices(frontier, self.max_values):
-            front = escape.iri_list(part)
-            rows += self._select("expand_hop", frontier=front, reached=escape.iri_list(reached_slices[0]), scan_limit=scan_limit)
+            front = escape.numbered_iris(part)
+            terms = {"frontier": front, "relations": relation_terms, "scan_limit": scan_limit}
+            rows = self._select("expand_hop", reached=escape.iri_list(reached_slices[0]), **terms)
             for more in reached_slices[1:]:
-                rows += self._select("expand_probe", frontier=front, reached=escape.iri_list(more), scan_limit=scan_limit)
-        # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
-        return [
-            Edge(r["s"], r["r"], is_true(r["inv"]), r["o"])
-            for r in rows
-            if int(r["n"]) <= lam or r["o"] in reached
-        ]
+                rows += self._select("expand_probe", reached=escape.iri_list(more), **terms)
+            # Groups over λ that were read whole (λ < n <= scan_limit) keep only edges into `reached`.
+            edges += [
+                Edge(part[int(r["ks"])], relations[int(r["kr"])] if "kr" in r else r["rr"], is_true(r["inv"]), r["o"])
+                for r in rows
+                if int(r["n"]) <= lam or r["o"] in reached
+            ]
+        return edges
+
+    def _numbered_relations(self) -> Sequence[str]:
+        """The KG's relations (IRIs) that expand_hop.rq may name by position; any it lacks come back by
+        IRI. None here: listing them would cost a round trip (the embedded store reads them directly)."""
+        return ()
 
     def _group_sizes(self, frontier: Sequence[str]) -> Sizes:
         """The stored size of every (entity, relation, direction) group of `frontier` (expand_groups.rq)."""
@@ -249,10 +258,12 @@ class SparqlReader:
         plain: dict[str, list[str]] = {}
         preferred: dict[str, list[str]] = {}
         for part in _slices(iris, self.max_values):
-            for row in self._select("labels", entities=escape.iri_list(part)) if part else []:
-                plain.setdefault(row["e"], []).append(row["label"])
+            for row in self._select("labels", entities=escape.numbered_iris(part)) if part else []:
+                iri = part[int(row["k"])]
+                if "label" in row:
+                    plain.setdefault(iri, []).append(row["label"])
                 if "preferred" in row:
-                    preferred.setdefault(row["e"], []).append(row["preferred"])
+                    preferred.setdefault(iri, []).append(row["preferred"])
         return {iri: display_label(iri, plain.get(iri, ()), preferred.get(iri, ())) for iri in iris}
 
     def label_page(self, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:

@@ -60,6 +60,23 @@ def test_two_query_hops_equal_the_reference(demo_kg, max_values):
             assert got.trace.round_trips <= hops + 1, (topics, hops, lam)
 
 
+def test_relations_left_unnumbered_come_back_by_iri(demo_kg):
+    """expand_hop.rq names a relation by its position in the embedded store's list and by IRI where
+    the list lacks it (a relation loaded after the list was read; endpoints number none)."""
+    store, triples = demo_kg
+    hub = KGNamespace("demo").entity("HUB")
+    relations = list(store._numbered_relations())
+    assert len(relations) >= 2
+    for numbered in ([], relations[::2], relations[::-1]):
+        partly = EmbeddedStore(store._store, "demo")
+        partly._relations = numbered
+        for i, topics in enumerate(_topic_sets(triples, 12, seed=9, must_include=hub)):
+            hops, lam = 1 + i % 3, (2, 10, 100)[i % 3]
+            got, full = retrieve(partly, topics, hops=hops, lam=lam), retrieve(store, topics, hops=hops, lam=lam)
+            assert got.edge_set() == full.edge_set() == reference_app(triples, topics, hops, lam), (numbered, topics)
+            assert got.relations == full.relations and got.node_labels == full.node_labels
+
+
 def test_a_row_that_is_not_an_edge_is_refused(demo_kg):
     """A store that drops a variable from a row (Virtuoso did, under one plan) gets an error, not a
     short or wrong subgraph."""

@@ -60,6 +60,19 @@ def test_iri_pairs_escape_every_iri_and_never_render_an_empty_block():
         iri_pairs([("http://a/1", "http://a/r> } DROP ALL {")])
 
 
+def test_numbered_iris_give_positions_a_real_parser_reads_back_and_refuse_an_empty_list():
+    values = ["http://a/1", "urn:kgqa:kg:demo:e:Kismet%20(1944)"]
+    block = escape.numbered_iris(values)
+    rows = list(ox.Store().query(f"SELECT ?k ?x WHERE {{ VALUES (?k ?x) {{ {block} }} }}"))
+    assert [(int(r["k"].value), r["x"].value) for r in rows] == [(0, values[0]), (1, values[1])]
+    with pytest.raises(ValueError, match="at least one IRI"):
+        escape.numbered_iris([])  # one row of UNDEF would leave ?x free: a scan of the whole KG
+    with pytest.raises(ValueError):
+        escape.numbered_iris(["http://a/r> } DROP ALL {"])
+    unbound = list(ox.Store().query(f"SELECT ?k ?x WHERE {{ VALUES (?k ?x) {{ {escape.NOTHING_NUMBERED} }} }}"))
+    assert len(unbound) == 1 and unbound[0]["k"] is None
+
+
 def test_sql_statements_take_only_iris_that_need_no_quoting():
     from kgqa.core.errors import StoreError
     from kgqa.core.namespace import KGNamespace
