@@ -130,6 +130,25 @@ def test_shapes_on_real_subgraphs_and_loss_falls(demo_kg, encoder):
     assert np.isfinite(losses).all()
 
 
+@pytest.mark.parametrize("message", ["product", "sum"])
+def test_scoring_sums_messages_per_source_relation_pair_as_training_sums_them_per_edge(demo_kg, encoder, message):
+    """Without gradients (scoring, on CPU) a layer sums α·MSG through a (nodes × (source, relation)
+    pairs) sparse product instead of a message per edge: the same scores and α, two subgraphs in
+    one batch (node ids of the second shifted, as the service batches them)."""
+    store, _ = demo_kg
+    subgraphs = [retrieve(store, [store.resolve([t])[t][0].entity.iri], hops=3, lam=100) for t in ("Kismet", "William Dieterle")]
+    batch = make_batch(subgraphs, encoder.encode(["who directed Kismet", "which films did William Dieterle write"]), encoder)
+    torch.manual_seed(0)
+    model = KGFR(layers=3, residual=True, norm=True, message=message).eval()
+    with torch.no_grad():
+        by_pairs, alpha_pairs = model(batch, keep_attention=True)
+    with torch.enable_grad():
+        per_edge, alpha_edges = model(batch, keep_attention=True)
+    assert torch.allclose(by_pairs, per_edge.detach(), atol=1e-4, rtol=1e-5)
+    assert all(torch.allclose(a, b.detach(), atol=1e-6) for a, b in zip(alpha_pairs, alpha_edges))
+    assert by_pairs.std() > 0  # not a trivial all-equal score
+
+
 def test_a_pack_gives_the_same_batches_as_the_subgraphs(demo_kg, encoder, tmp_path):
     """`kgqa train --pack-out` / `--pack`: a pack saved to disk and loaded back yields, for any
     selection of questions, the batch that `make_batch` builds from the subgraphs themselves."""

@@ -49,7 +49,8 @@ class KGFRBatch:
 class KGFRLayer(nn.Module):
     """One layer i: eq. 2 (relations), eq. 3–5 (entities). The messages are summed into their targets
     with one `index_add` (PyG's MessagePassing with aggr="add" did the same; importing PyG took
-    7.1 s of a fresh `kgqa ask` in one profile on 2 busy cores)."""
+    7.1 s of a fresh `kgqa ask` in one profile on 2 busy cores), or when scoring on CPU with one
+    sparse product (`summed_by_pairs`)."""
 
     def __init__(self, dim: int, attn_dim: int, residual: bool, norm: bool = False, attn_act: str = "relu", message: str = "sum"):
         super().__init__()
@@ -79,14 +80,30 @@ class KGFRLayer(nn.Module):
         # eq. 5 inputs, projected once per node / relation / question and gathered per edge
         gate = self.w4(x)[edge_index[0]] + self.w5(rel)[edge_type] + self.w6(question)[edge_graph]
         alpha = torch.sigmoid(self.w3(self.attn_act(gate))).squeeze(-1)  # eq. 5: f = sigmoid, g = ReLU (or see KGFR)
-        messages = self.message(x[edge_index[0]], rel[edge_type], alpha)  # eq. 4, from each edge's source
-        summed = torch.zeros_like(x).index_add_(0, edge_index[1], messages)  # Σ over the edges into each node
+        if torch.is_grad_enabled() or x.device.type != "cpu":
+            messages = self.message(x[edge_index[0]], rel[edge_type], alpha)  # eq. 4, from each edge's source
+            summed = torch.zeros_like(x).index_add_(0, edge_index[1], messages)  # Σ over the edges into each node
+        else:
+            summed = self.summed_by_pairs(x, rel, alpha, edge_index, edge_type)
         out = self.w2(summed)  # eq. 3: Σ W2 MSG = W2 Σ MSG (W2 is linear)
         if self.norm is not None:  # deviation from eq. 3, see KGFR
             out = torch.relu(self.norm(out))
         if self.residual:  # deviation from eq. 3, see KGFR
             out = out + x
         return out, rel, alpha
+
+    def summed_by_pairs(self, x: Tensor, rel: Tensor, alpha: Tensor, edge_index: Tensor, edge_type: Tensor) -> Tensor:
+        """The same Σ_e α_e MSG(x_src, r_type) into each node without the edges × d message tensor: a
+        message depends on its edge only through the (source, relation) pair, so MSG is computed once
+        per pair and the α-weighted sum is a sparse (nodes × pairs) matrix times it. Scoring only, on
+        CPU, where those edges × d tensors are what a forward costs (FB15k-237 3-hop subgraphs, ~76k
+        facts: 876 → 449 ms a forward; scores within 4e-5 of the other order of summing)."""
+        relations = rel.shape[0]
+        pairs, pair_of_edge = torch.unique(edge_index[0] * relations + edge_type, return_inverse=True)
+        per_pair = self.message(x[pairs // relations], rel[pairs % relations], torch.ones_like(pairs, dtype=x.dtype))
+        weights = torch.sparse_coo_tensor(torch.stack([edge_index[1], pair_of_edge]), alpha, (x.shape[0], pairs.shape[0]),
+                                          check_invariants=False)  # built right here; said explicitly, torch warns
+        return torch.sparse.mm(weights.coalesce(), per_pair)
 
     def message(self, x_j: Tensor, rel_e: Tensor, alpha: Tensor) -> Tensor:
         if self.message_kind == "product":  # deviation from eq. 4, see KGFR
