@@ -96,8 +96,8 @@ class KGFRLayer(nn.Module):
         """The same Σ_e α_e MSG(x_src, r_type) into each node without the edges × d message tensor: a
         message depends on its edge only through the (source, relation) pair, so MSG is computed once
         per pair and the α-weighted sum is a sparse (nodes × pairs) matrix times it. Scoring only, on
-        CPU, where those edges × d tensors are what a forward costs (FB15k-237 3-hop subgraphs, ~76k
-        facts: 876 → 449 ms a forward; scores within 4e-5 of the other order of summing)."""
+        CPU, where those edges × d tensors are what a forward costs (human FB15k-237 questions, 3-hop
+        subgraphs: `kgqa ask`'s score stage 0.58 → 0.30 s; scores within 2e-5 of the other order of summing)."""
         relations = rel.shape[0]
         pairs, pair_of_edge = torch.unique(edge_index[0] * relations + edge_type, return_inverse=True)
         per_pair = self.message(x[pairs // relations], rel[pairs % relations], torch.ones_like(pairs, dtype=x.dtype))
