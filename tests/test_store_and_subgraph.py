@@ -73,3 +73,28 @@ def test_on_disk_store_opens_read_only(tmp_path):
         EmbeddedStore.open(tmp_path / "s", "other")
     with pytest.raises(StoreError, match="no embedded store"):
         EmbeddedStore.open(tmp_path / "nothing-here")
+
+
+def test_rows_read_from_tsv_are_the_terms_lexical_values():
+    """The embedded store reads results as SPARQL TSV (`embedded._rows`): every kind of term comes back as the
+    term object's `.value` would give it — escapes undone, language tags and datatypes dropped, numbers and
+    booleans as written, blank nodes by id — and an unbound variable is absent, even a row's only one."""
+    import pyoxigraph as ox
+
+    from kgqa.sparql.embedded import _rows
+
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    texts = ['x" } ; DROP ALL', "line\nbreak\r\ttab", "back\\slash\\", '"""triple"""', "\x00\x01\x7f\b\f control", "unicode ✓ ⁻¹ Michèle 𝄞",
+             "", "a\\nb", "tab\tend\\", "<not an IRI>", "_:not a blank node"]
+    terms = [ox.Literal(t) for t in texts] + [ox.Literal(t, language="en") for t in texts[:3]]
+    terms += [ox.Literal(v, datatype=ox.NamedNode(xsd + d)) for v, d in
+              [("1944", "gYear"), ("01", "integer"), ("-3", "integer"), ("2.50", "decimal"), ("1.5e0", "double"), ("true", "boolean"), ("0", "boolean")]]
+    terms += [ox.NamedNode("urn:x:a%20b(c)"), ox.NamedNode("http://ex.org/é#x"), ox.BlankNode("b0")]
+    store = ox.Store()
+    for i, term in enumerate(terms):
+        store.add(ox.Quad(ox.NamedNode(f"urn:s:{i}"), ox.NamedNode("urn:p"), term))
+    query = "SELECT ?s ?o ?none ?n ?b WHERE { ?s <urn:p> ?o OPTIONAL { ?s <urn:q> ?none } BIND(7 AS ?n) BIND(false AS ?b) } ORDER BY ?s"
+    expected = [{"s": q.subject.value, "o": q.object.value, "n": "7", "b": "false"} for q in store.quads_for_pattern(None, None, None)]
+    assert sorted(_rows(store.query(query)), key=lambda r: r["s"]) == sorted(expected, key=lambda r: r["s"])
+    assert _rows(store.query("SELECT ?none WHERE { ?s <urn:p> ?o OPTIONAL { ?s <urn:q> ?none } }")) == [{}] * len(terms)
+    assert _rows(store.query("SELECT ?x WHERE { ?x <urn:none> ?y }")) == []
