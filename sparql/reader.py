@@ -124,8 +124,7 @@ class SparqlReader:
             return self._expand_two_step(frontier, reached, lam)
         scan_limit = escape.integer(max(lam, len(reached)))
         reached_slices = _slices(list(reached), self.max_values)
-        relations = self._numbered_relations()
-        relation_terms = escape.numbered_iris(relations) if relations else escape.NOTHING_NUMBERED
+        relations, relation_terms = self._relation_numbering()
         edges: list[Edge] = []
         for part in _slices(frontier, self.max_values):
             front = escape.numbered_iris(part)
@@ -141,10 +140,11 @@ class SparqlReader:
             ]
         return edges
 
-    def _numbered_relations(self) -> Sequence[str]:
-        """The KG's relations (IRIs) that expand_hop.rq may name by position; any it lacks come back by
-        IRI. None here: listing them would cost a round trip (the embedded store reads them directly)."""
-        return ()
+    def _relation_numbering(self) -> tuple[Sequence[str], escape.SparqlTerm]:
+        """The relations (IRIs) expand_hop.rq may name by position, and their `VALUES (?kr ?r)` rows;
+        any it lacks come back by IRI. None here: listing them would cost a round trip (the embedded
+        store reads them directly)."""
+        return (), escape.NOTHING_NUMBERED
 
     def _group_sizes(self, frontier: Sequence[str]) -> Sizes:
         """The stored size of every (entity, relation, direction) group of `frontier` (expand_groups.rq)."""

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kgqa import retrieve
 from kgqa.core.namespace import KGNamespace
 from kgqa.core.errors import StoreError
+from kgqa.sparql import embedded, escape
 from kgqa.sparql.embedded import EmbeddedStore, EmbeddedWriter
 from kgqa.core.store import SourceFact, SourceNode
 from reference_app import reference_app
@@ -65,16 +66,22 @@ def test_relations_left_unnumbered_come_back_by_iri(demo_kg):
     the list lacks it (a relation loaded after the list was read; endpoints number none)."""
     store, triples = demo_kg
     hub = KGNamespace("demo").entity("HUB")
-    relations = list(store._numbered_relations())
+    relations = list(store._relation_numbering()[0])
     assert len(relations) >= 2
     for numbered in ([], relations[::2], relations[::-1]):
         partly = EmbeddedStore(store._store, "demo")
-        partly._relations = numbered
+        partly._numbering = (numbered, escape.numbered_iris(numbered) if numbered else escape.NOTHING_NUMBERED)
         for i, topics in enumerate(_topic_sets(triples, 12, seed=9, must_include=hub)):
             hops, lam = 1 + i % 3, (2, 10, 100)[i % 3]
             got, full = retrieve(partly, topics, hops=hops, lam=lam), retrieve(store, topics, hops=hops, lam=lam)
             assert got.edge_set() == full.edge_set() == reference_app(triples, topics, hops, lam), (numbered, topics)
             assert got.relations == full.relations and got.node_labels == full.node_labels
+
+
+def test_a_kg_of_more_relations_than_the_cap_numbers_none(demo_kg, monkeypatch):
+    store, _ = demo_kg
+    monkeypatch.setattr(embedded, "MAX_NUMBERED_RELATIONS", 1)
+    assert EmbeddedStore(store._store, "demo")._relation_numbering() == ((), escape.NOTHING_NUMBERED)
 
 
 def test_a_row_that_is_not_an_edge_is_refused(demo_kg):
