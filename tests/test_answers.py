@@ -79,6 +79,11 @@ def test_the_bundled_checkpoint_answers_right(store, facts, method):
             answer = engine.ask(question)
             assert answer.method == method and [t["label"] for t in answer.topics] == [topic], (question, answer.topics)
             assert answer.answers and answer.answers[0].text in gold, (question, [a.text for a in answer.answers[:5]], sorted(gold)[:5])
+            if method == "kgfr":  # the evidence: the path the reader read, from the topic to the answer, leads
+                relations = [r[1:] + "⁻¹" if r.startswith("~") else r for r in path]
+                hops = [fact.split(" —") for fact in answer.evidence.paths[0].split(" ; ")]
+                assert [h[1].split("→ ")[0] for h in hops] == relations and hops[0][0] == topic, (question, answer.evidence.paths[0])
+                assert hops[-1][1].endswith("→ " + answer.answers[0].text) and answer.evidence.facts[0] == " —".join(hops[-1]), question
             if method == "grasp":  # the bundled selector ran, with its LoRA adapter
                 assert any(c.purpose.startswith("grasp.select") and "+ LoRA" in c.model for c in answer.trace.llm_calls), answer.trace.llm_calls
 

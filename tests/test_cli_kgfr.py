@@ -79,7 +79,8 @@ def test_ask_answers_with_evidence(trained):
     assert answer["trace"]["round_trips"] == 4  # 3 hops + labels
     assert answer["trace"]["llm"]["calls"] == 0 and answer["trace"]["llm_calls"] == []
     assert answer["trace"]["linking_candidates"]["Kismet"] == [answer["topics"][0]["iri"]]  # the linking trace
-    assert answer["evidence"]["facts"] and answer["evidence"]["paths"][0].endswith("Kismet")
+    first = answer["answers"][0]["label"]  # paths lead from the topic to the answer, as the question reads
+    assert answer["evidence"]["facts"] and answer["evidence"]["paths"][0].startswith("Kismet —") and answer["evidence"]["paths"][0].endswith("→ " + first)
     assert all(c["label"] != "Kismet" for c in candidates)  # topics are not answers
     assert [a["label"] for a in answer["answers"]] == [c["label"] for c in candidates[: len(answer["answers"])]]
     text = kgqa("ask", "who directed Kismet", "--store", url, "--checkpoint", str(ckpt))

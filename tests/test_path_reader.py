@@ -244,3 +244,38 @@ def test_edges_sorted_by_head_by_radix_match_a_stable_sort():
     for bound in (1, 5, 1 << 16, (1 << 16) + 3, 1 << 40):  # one 16-bit pass, and two or three
         heads = rng.integers(0, bound, 5000)
         assert np.array_equal(_stable_order(heads, bound), np.argsort(heads, kind="stable")), bound
+
+
+def walked(sg, walker, sequence, node) -> list[str]:  # type: ignore[no-untyped-def]
+    return [f"{sg.node_labels[int(walker.heads[e])]} {sg.relation_name(int(walker.types[e]))} {sg.node_labels[int(walker.tails[e])]}"
+            for e in walker.walk(sequence, node)]
+
+
+def test_a_groups_walk_leads_from_the_topic_to_the_node_along_its_relations(tmp_path):
+    from kgqa.methods.kgfr.path_reader import Walker
+    from kgqa.methods.kgfr.scorer import edge_arrays
+
+    lines = ["Ann|spouse_of|Bob", "Ann|born_in|Zenda", "Bob|born_in|Strelsau", "Zenda|located_in|Ruritania",
+             "Strelsau|located_in|Ruritania", "Ann|citizen_of|Ruritania", "Dan|born_in|Zenda", "Dan|citizen_of|Ruritania"]
+    sg = subgraph_from_lines(tmp_path, "couples", lines, "Ann")
+    walker, at = Walker(sg, edge_arrays(sg)), {label: i for i, label in enumerate(sg.node_labels)}
+    seq = {verbalise(sg, s): s for s in path_groups(sg)}
+    assert walked(sg, walker, seq["spouse of → born in → located in"], at["Ruritania"]) == [
+        "Ann spouse_of Bob", "Bob born_in Strelsau", "Strelsau located_in Ruritania"]
+    # the people born where Ann was include Ann: the walk goes through Dan, not back through the topic
+    assert walked(sg, walker, seq["born in → is what something born in → citizen of"], at["Ruritania"]) == [
+        "Ann born_in Zenda", "Zenda born_in⁻¹ Dan", "Dan citizen_of Ruritania"]
+    assert walker.walk(seq["spouse of → born in"], at["Zenda"]) == []  # no such walk ends there
+    assert walker.walk((), at["Bob"]) == []
+
+
+def test_the_best_read_group_reaching_a_node_names_its_path(subgraph):
+    sg = subgraph
+    groups = [(seq, ends) for seq, ends in path_groups(sg).items()]
+    scores = {"directed by → directed": 2.0, "directed by → directed → release year": 0.5, "release year": 1.0}
+    reading = Reading({}, [(verbalise(sg, seq), scores.get(verbalise(sg, seq), -1.0)) for seq, _ in groups], None, groups)
+    at = {label: i for i, label in enumerate(sg.node_labels)}
+    assert verbalise(sg, reading.sequence_to(at["Juarez"])) == "directed by → directed"
+    assert verbalise(sg, reading.sequence_to(at["1944"])) == "release year"  # 1.0 over the three-hop 0.5
+    assert verbalise(sg, reading.sequence_to(at["1939"])) == "directed by → directed → release year"
+    assert reading.sequence_to(at["Kismet"]) is None and Reading({}, []).sequence_to(at["Juarez"]) is None

@@ -61,7 +61,7 @@ def test_a_question_typed_in_the_page_is_answered_with_evidence(service, browser
     assert "topics: Kismet" in browser.find_element(By.ID, "status").text
     assert browser.find_elements(By.CSS_SELECTOR, "#facts li")
     labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#path-graph text")]
-    assert "Kismet" in labels  # the paths end at the topic entity
+    assert "Kismet" in labels  # the paths start at the topic entity
     assert "round trips" in browser.find_element(By.ID, "cost").text
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "playground.png"))

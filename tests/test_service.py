@@ -77,7 +77,8 @@ def test_ask_returns_the_answer_json_with_evidence(service):
     AnswerSchema.model_validate(data)  # the documented schema (OpenAPI) is what the service sends
     assert [t["label"] for t in data["topics"]] == ["Kismet"] and data["method"] == "kgfr"
     assert data["answers"] and all(a["iri"].startswith(f"urn:kgqa:kg:{KG}:") for a in data["answers"])
-    assert data["evidence"]["path_edges"] and data["evidence"]["path_edges"][0][-1]["tail"] == "Kismet"
+    drawn = data["evidence"]["path_edges"]  # from the topic to each answer
+    assert drawn and drawn[0][0]["head"] == "Kismet" and drawn[0][-1]["tail"] == data["answers"][0]["label"]
     # the retrieval's store round trips: one in all, on Neo4j (expand_hops.cypher) and on Virtuoso
     # (kgqa's APP procedure, virtuoso_app.sql)
     assert data["trace"]["round_trips"] == 1

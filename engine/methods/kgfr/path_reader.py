@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -188,11 +188,77 @@ class ReaderConfig:
 class Reading:
     """What the reader made of one question: each node a group reaches → its best group score, each
     group's text with its score, and `lacking`: the "no path reads it" score minus the best group's
-    (None: a reader not trained for it, or no group to read)."""
+    (None: a reader not trained for it, or no group to read); `sequences`: each group's relation
+    sequence and the nodes it reaches, in the order of `groups` (empty where the reading was built
+    without them)."""
 
     best: dict[int, float]
     groups: list[tuple[str, float]]
     lacking: float | None = None
+    sequences: list[tuple[tuple[int, ...], np.ndarray]] = field(default_factory=list)
+
+    def sequence_to(self, node: int) -> tuple[int, ...] | None:
+        """The relation sequence of the best-read group that reaches `node` (the path that won it its
+        reading), or None where no group read reaches it."""
+        ranked = sorted(range(len(self.sequences)), key=lambda i: -self.groups[i][1])
+        for i in ranked:
+            sequence, ends = self.sequences[i]
+            at = int(np.searchsorted(ends, node))
+            if at < ends.size and ends[at] == node:
+                return sequence
+        return None
+
+
+class Walker:
+    """Walks along a group's relation sequence back to the topics, for the evidence of the answers a
+    reading ranked (the path that won each its reading). Built once per question; the edges are
+    numbered as `edge_arrays` numbers them (each fact, then its inverse), and the edges of each type
+    and the nodes each sequence prefix reaches from the topics are kept as they are asked for."""
+
+    def __init__(self, sg: Subgraph, edges: tuple[np.ndarray, np.ndarray, np.ndarray]):
+        """`edges`: (heads, tails, types) as `edge_arrays` gives them."""
+        self.heads, self.tails, self.types = edges
+        self.num_nodes = sg.num_nodes
+        topics = np.zeros(sg.num_nodes, dtype=bool)
+        topics[np.asarray(sg.topics, dtype=np.int64)] = True
+        self.is_topic = topics
+        self._reached: dict[tuple[int, ...], np.ndarray] = {(): topics}
+        self._of_type: dict[int, np.ndarray] = {}
+
+    def of_type(self, kind: int) -> np.ndarray:
+        """The ids of the edges of one type, ascending."""
+        if kind not in self._of_type:
+            self._of_type[kind] = np.flatnonzero(self.types == kind)
+        return self._of_type[kind]
+
+    def reached(self, prefix: tuple[int, ...]) -> np.ndarray:
+        """The nodes (a mask) that walks from the topics along `prefix` end on."""
+        if prefix not in self._reached:
+            before = self.reached(prefix[:-1])
+            edges = self.of_type(prefix[-1])
+            step = np.zeros(self.num_nodes, dtype=bool)
+            step[self.tails[edges[before[self.heads[edges]]]]] = True
+            self._reached[prefix] = step
+        return self._reached[prefix]
+
+    def walk(self, sequence: Sequence[int], node: int) -> list[int]:
+        """Edge ids of one walk from a topic along `sequence` that ends on `node`; [] where none does.
+        Stepping back from `node`, a node the walks reach at that step is always there to take; one
+        not yet on the walk and not a topic is preferred (X → X's wife → her country, not X → X's wife
+        → X → X's country), then the lowest edge id."""
+        sequence = tuple(sequence)
+        if not sequence or not self.reached(sequence)[node]:
+            return []
+        back, on_walk = [], {node}
+        for i in range(len(sequence), 0, -1):
+            options = self.of_type(sequence[i - 1])
+            options = options[(self.tails[options] == node) & self.reached(sequence[: i - 1])[self.heads[options]]]
+            fresh = [e for e in options.tolist() if self.heads[e] not in on_walk and (i == 1 or not self.is_topic[self.heads[e]])]
+            edge = fresh[0] if fresh else int(options.min())
+            back.append(edge)
+            node = int(self.heads[edge])
+            on_walk.add(node)
+        return back[::-1]
 
 
 def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
@@ -341,7 +407,7 @@ class PathReader:
         nodes = np.unique(reached)
         best = dict(zip(nodes.tolist(), best_of[nodes].tolist()))
         return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
-                       None if no_path is None else no_path - max(scores))
+                       None if no_path is None else no_path - max(scores), groups)
 
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
              states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
