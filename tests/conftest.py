@@ -70,15 +70,15 @@ def store_from_lines(tmp_path: Path, kg: str, lines: list[str]) -> str:
     return url
 
 
-def subgraph_from_lines(tmp_path: Path, kg: str, lines: list[str], topic: str, hops: int = 3):  # type: ignore[no-untyped-def]
-    """The APP subgraph (λ 100) around entity `topic` of `lines` loaded as KG `kg` into an embedded store."""
+def subgraph_from_lines(tmp_path: Path, kg: str, lines: list[str], topic: str | list[str], hops: int = 3):  # type: ignore[no-untyped-def]
+    """The APP subgraph (λ 100) around entity `topic` (or entities) of `lines` loaded as KG `kg` into an embedded store."""
     from kgqa.core.namespace import KGNamespace
     from kgqa.retrieval.app import retrieve
     from kgqa.retrieval.store_url import open_store
 
     store = open_store(store_from_lines(tmp_path, kg, lines), kg)
     try:
-        return retrieve(store, [KGNamespace(kg).entity(topic)], hops, 100)
+        return retrieve(store, [KGNamespace(kg).entity(t) for t in ([topic] if isinstance(topic, str) else topic)], hops, 100)
     finally:
         store.close()
 

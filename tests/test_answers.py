@@ -88,6 +88,29 @@ def test_the_bundled_checkpoint_answers_right(store, facts, method):
                 assert any(c.purpose.startswith("grasp.select") and "+ LoRA" in c.model for c in answer.trace.llm_calls), answer.trace.llm_calls
 
 
+# questions naming two entities → each topic with its path to the answer: the answer is where they meet
+CONJUNCTIONS = {
+    "which film did Bette Davis make with Humphrey Bogart": (("Bette Davis", "~starred_actors"), ("Humphrey Bogart", "~starred_actors")),
+    "what movie starring Michael Douglas did Joel Schumacher direct": (("Michael Douglas", "~starred_actors"), ("Joel Schumacher", "~directed_by")),
+    "in which film do Errol Flynn and Olivia de Havilland both appear": (("Errol Flynn", "~starred_actors"), ("Olivia de Havilland", "~starred_actors")),
+    "which movies did Ronald Colman and Vincent Price act in together": (("Ronald Colman", "~starred_actors"), ("Vincent Price", "~starred_actors")),
+}
+
+
+def test_kgfr_answers_where_the_two_entities_a_question_names_meet(store, facts):
+    """KGFR's GNN alone ranked another film of one of the two first (Storm Center for Bette Davis and
+    Humphrey Bogart) or one of their co-stars; the neighbours of both now rank first (kgfr/conjunction.py)."""
+    with Engine(store, method="kgfr") as engine:
+        for question, ((first, to_first), (second, to_second)) in CONJUNCTIONS.items():
+            gold = follow(facts, first, to_first) & follow(facts, second, to_second)
+            assert gold, (question, "the demo KG must answer it")
+            answer = engine.ask(question)
+            assert sorted(t["label"] for t in answer.topics) == sorted([first, second]), (question, answer.topics)
+            assert answer.answers and all(a.text in gold for a in answer.answers), (question, [a.text for a in answer.answers[:3]], gold)
+            # the evidence joins the answer to each topic
+            assert {p.split(" —")[0] for p in answer.evidence.paths} == {first, second}, (question, answer.evidence.paths)
+
+
 @pytest.mark.parametrize("method,question", MISREAD)
 @pytest.mark.xfail(strict=True, reason="issue 46: a reader of the whole path")
 def test_the_end_of_the_path_not_another_node_of_the_subgraph(store, facts, method, question):

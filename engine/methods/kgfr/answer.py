@@ -29,6 +29,7 @@ from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
+from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
 from kgqa.methods.kgfr.literal_kind import missing_number
 from kgqa.methods.kgfr.path_reader import Reading, Walker
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
@@ -159,7 +160,8 @@ class KGFRAnswerer:
     def read(self, sg: Subgraph, scored: Scored, probe: str,
              seconds: dict[str, float] | None = None) -> tuple[Scored, Reading | None]:
         """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
-        it has one (kgfr/path_reader.py), then candidates of a kind the question does not ask for moved
+        it has one (kgfr/path_reader.py), the neighbours of every topic of a question that names several
+        moved first (kgfr/conjunction.py), then candidates of a kind the question does not ask for moved
         last (kgfr/answer_kind.py); and what the reader read (its groups, and how far its "no path
         reads it" beats the best group; None without a reader). Confidence and declining keep reading
         the model's own scores, which their calibration was fitted on, and that last number."""
@@ -168,6 +170,7 @@ class KGFRAnswerer:
         if self.scorer.reader is not None:
             check("reading")
             fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states)
+        fused, _ = favour_neighbours_of_every_topic(fused, sg)
         if self.answer_kind:
             fused, _ = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
         if seconds is not None:
@@ -202,11 +205,11 @@ class KGFRAnswerer:
             return Fact(sg.node_labels[int(src[e])], sg.relation_name(int(types[e])), sg.node_labels[int(dst[e])], float(alpha[e]))
 
         walker = Walker(sg, (src, dst, types)) if read is not None and read.sequences else None
-        trees: list[np.ndarray] | None = None  # shortest paths from each topic, built once
+        trees = [_shortest_tree(src, dst, sg.num_nodes, int(topic)) for topic in sg.topics.tolist()] if top else []
         out = []
         for node in top:
             sequence = read.sequence_to(node) if walker is not None and read is not None else None
-            walked = walker.walk(sequence, node) if walker is not None and sequence else []
+            walked = walker.walk(sequence, node) if walker is not None and sequence else []  # the path read to it
             facts: dict[tuple[str, str, str], Fact] = {}
             into = np.flatnonzero(dst == node)  # ascending edge ids, then by attention (a stable sort keeps ties in order)
             for e in walked[-1:] + into[np.argsort(-alpha[into], kind="stable")].tolist():
@@ -215,8 +218,6 @@ class KGFRAnswerer:
                 facts.setdefault((f.head, f.relation, f.tail), f)
                 if len(facts) == self.n:
                     break
-            if trees is None:
-                trees = [_shortest_tree(src, dst, sg.num_nodes, int(topic)) for topic in sg.topics.tolist()]
             shortest = [path for tree in trees if (path := _path_in(tree, src, node)) and path != walked]
             paths = [[fact(e) for e in path] for path in ([walked] if walked else []) + shortest]
             out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), list(facts.values()), paths))
