@@ -253,8 +253,9 @@ class Walker:
         for i in range(len(sequence), 0, -1):
             options = self.of_type(sequence[i - 1])
             options = options[(self.tails[options] == node) & self.reached(sequence[: i - 1])[self.heads[options]]]
-            fresh = [e for e in options.tolist() if self.heads[e] not in on_walk and (i == 1 or not self.is_topic[self.heads[e]])]
-            edge = fresh[0] if fresh else int(options.min())
+            before = self.heads[options]
+            fresh = options[~np.isin(before, list(on_walk)) & ((i == 1) | ~self.is_topic[before])]
+            edge = int(fresh[0] if fresh.size else options[0])  # ascending: the lowest id
             back.append(edge)
             node = int(self.heads[edge])
             on_walk.add(node)
