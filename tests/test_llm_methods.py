@@ -163,6 +163,8 @@ def test_kgfr_confirmed_first_answer_takes_two_calls(store, retriever):
     assert {a.label for a in answer.answers} == {"Dr. Socrates", "The Hunchback of Notre Dame"}
     assert answer.evidence.candidates and answer.evidence.facts
     assert "candidates:" in llm.prompts[0] and "facts:" in llm.prompts[0]
+    paths = llm.prompts[0].split("paths:")[-1].split("answers:")[0].strip().splitlines()
+    assert paths and all(p.startswith("- Kismet ") for p in paths), paths  # each from the topic, as the question reads
     assert answer.trace.round_trips >= 1 and answer.trace.fallback is None
 
 

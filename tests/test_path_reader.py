@@ -252,7 +252,7 @@ def walked(sg, walker, sequence, node) -> list[str]:  # type: ignore[no-untyped-
 
 
 def test_a_groups_walk_leads_from_the_topic_to_the_node_along_its_relations(tmp_path):
-    from kgqa.methods.kgfr.path_reader import Walker
+    from kgqa.methods.kgfr.evidence_paths import Walker
     from kgqa.methods.kgfr.scorer import edge_arrays
 
     lines = ["Ann|spouse_of|Bob", "Ann|born_in|Zenda", "Bob|born_in|Strelsau", "Zenda|located_in|Ruritania",

@@ -31,7 +31,8 @@ from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
 from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
 from kgqa.methods.kgfr.literal_kind import missing_number
-from kgqa.methods.kgfr.path_reader import Reading, Walker
+from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
+from kgqa.methods.kgfr.path_reader import Reading
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
 
 
@@ -205,7 +206,7 @@ class KGFRAnswerer:
             return Fact(sg.node_labels[int(src[e])], sg.relation_name(int(types[e])), sg.node_labels[int(dst[e])], float(alpha[e]))
 
         walker = Walker(sg, (src, dst, types)) if read is not None and read.sequences else None
-        trees = [_shortest_tree(src, dst, sg.num_nodes, int(topic)) for topic in sg.topics.tolist()] if top else []
+        trees = [shortest_tree(src, dst, sg.num_nodes, int(topic)) for topic in sg.topics.tolist()] if top else []
         out = []
         for node in top:
             sequence = read.sequence_to(node) if walker is not None and read is not None else None
@@ -218,7 +219,7 @@ class KGFRAnswerer:
                 facts.setdefault((f.head, f.relation, f.tail), f)
                 if len(facts) == self.n:
                     break
-            shortest = [path for tree in trees if (path := _path_in(tree, src, node)) and path != walked]
+            shortest = [path for tree in trees if (path := path_in(tree, src, node)) and path != walked]
             paths = [[fact(e) for e in path] for path in ([walked] if walked else []) + shortest]
             out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), list(facts.values()), paths))
         return out
@@ -231,32 +232,3 @@ def _rounded(value: float | None) -> float | None:
 def path_edges(candidates: list[Candidate], limit: int = 5) -> list[list[dict[str, str]]]:
     """The first path of each of the top candidates, hop by hop, for drawing."""
     return [[{"head": f.head, "relation": f.relation, "tail": f.tail} for f in c.paths[0]] for c in candidates[:limit] if c.paths]
-
-
-def _shortest_tree(src: np.ndarray, dst: np.ndarray, num_nodes: int, topic: int) -> np.ndarray:
-    """Breadth first from `topic` over the directed edges (both directions of every fact exist), one
-    level at a time: each node reached → the edge it was first reached by (of a level's edges into
-    it, the lowest id), -1 where it was not. One tree per topic serves every candidate of a question
-    (a Python BFS per candidate cost ~4 ms each on 3-hop FB15k-237 subgraphs)."""
-    previous = np.full(num_nodes, -1, dtype=np.int64)
-    seen = np.zeros(num_nodes, dtype=bool)
-    seen[topic] = True
-    frontier = seen.copy()
-    while True:
-        edges = np.flatnonzero(frontier[src] & ~seen[dst])
-        if edges.size == 0:
-            return previous
-        reached, first = np.unique(dst[edges], return_index=True)  # edges ascend: the first is the lowest id
-        previous[reached] = edges[first]
-        seen[reached] = True
-        frontier = np.zeros(num_nodes, dtype=bool)
-        frontier[reached] = True
-
-
-def _path_in(tree: np.ndarray, src: np.ndarray, node: int) -> list[int]:
-    """Edge ids of the tree's path from its root to `node` ([] where the tree does not reach it)."""
-    path = []
-    while tree[node] >= 0:
-        path.append(int(tree[node]))
-        node = int(src[tree[node]])
-    return path[::-1]

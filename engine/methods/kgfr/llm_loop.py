@@ -180,7 +180,7 @@ class _EvidenceSet:
                 if text not in self.facts:
                     self.facts.append(text)
             for path in c.paths[:1]:
-                text = " ; ".join(self._say(f) for f in reversed(path))
+                text = " ; ".join(self._say(f) for f in path)  # from the topic to the candidate
                 if text and text not in self.paths:
                     self.paths.append(text)
 

@@ -209,59 +209,6 @@ class Reading:
         return None
 
 
-class Walker:
-    """Walks along a group's relation sequence back to the topics, for the evidence of the answers a
-    reading ranked (the path that won each its reading). Built once per question; the edges are
-    numbered as `edge_arrays` numbers them (each fact, then its inverse), and the edges of each type
-    and the nodes each sequence prefix reaches from the topics are kept as they are asked for."""
-
-    def __init__(self, sg: Subgraph, edges: tuple[np.ndarray, np.ndarray, np.ndarray]):
-        """`edges`: (heads, tails, types) as `edge_arrays` gives them."""
-        self.heads, self.tails, self.types = edges
-        self.num_nodes = sg.num_nodes
-        topics = np.zeros(sg.num_nodes, dtype=bool)
-        topics[np.asarray(sg.topics, dtype=np.int64)] = True
-        self.is_topic = topics
-        self._reached: dict[tuple[int, ...], np.ndarray] = {(): topics}
-        self._of_type: dict[int, np.ndarray] = {}
-
-    def of_type(self, kind: int) -> np.ndarray:
-        """The ids of the edges of one type, ascending."""
-        if kind not in self._of_type:
-            self._of_type[kind] = np.flatnonzero(self.types == kind)
-        return self._of_type[kind]
-
-    def reached(self, prefix: tuple[int, ...]) -> np.ndarray:
-        """The nodes (a mask) that walks from the topics along `prefix` end on."""
-        if prefix not in self._reached:
-            before = self.reached(prefix[:-1])
-            edges = self.of_type(prefix[-1])
-            step = np.zeros(self.num_nodes, dtype=bool)
-            step[self.tails[edges[before[self.heads[edges]]]]] = True
-            self._reached[prefix] = step
-        return self._reached[prefix]
-
-    def walk(self, sequence: Sequence[int], node: int) -> list[int]:
-        """Edge ids of one walk from a topic along `sequence` that ends on `node`; [] where none does.
-        Stepping back from `node`, a node the walks reach at that step is always there to take; one
-        not yet on the walk and not a topic is preferred (X → X's wife → her country, not X → X's wife
-        → X → X's country), then the lowest edge id."""
-        sequence = tuple(sequence)
-        if not sequence or not self.reached(sequence)[node]:
-            return []
-        back, on_walk = [], {node}
-        for i in range(len(sequence), 0, -1):
-            options = self.of_type(sequence[i - 1])
-            options = options[(self.tails[options] == node) & self.reached(sequence[: i - 1])[self.heads[options]]]
-            before = self.heads[options]
-            fresh = options[~np.isin(before, list(on_walk)) & ((i == 1) | ~self.is_topic[before])]
-            edge = int(fresh[0] if fresh.size else options[0])  # ascending: the lowest id
-            back.append(edge)
-            node = int(self.heads[edge])
-            on_walk.add(node)
-        return back[::-1]
-
-
 def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
     """The query rows of a path of each length: length L owns rows L(L−1)/2 … L(L−1)/2 + L − 1."""
     start = lengths * (lengths - 1) // 2
