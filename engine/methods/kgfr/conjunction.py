@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from kgqa.core.subgraph import Subgraph
+from kgqa.methods.kgfr.scorer import edge_arrays
 
 
 def neighbours_of_every_topic(sg: Subgraph) -> np.ndarray | None:
@@ -24,8 +25,7 @@ def neighbours_of_every_topic(sg: Subgraph) -> np.ndarray | None:
     topics = np.unique(np.asarray(sg.topics, dtype=np.int64))
     if topics.size < 2:
         return None
-    heads = np.concatenate([sg.edge_index[0], sg.edge_index[1]])
-    tails = np.concatenate([sg.edge_index[1], sg.edge_index[0]])
+    heads, tails, _ = edge_arrays(sg)
     near = np.ones(sg.num_nodes, dtype=bool)
     for topic in topics.tolist():
         mine = np.zeros(sg.num_nodes, dtype=bool)
