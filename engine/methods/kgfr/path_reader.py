@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -209,6 +210,12 @@ class Reading:
         return None
 
 
+class Rereads(Protocol):
+    """A second reader of a `Reading` (kgfr/cross_reader.py)."""
+
+    def reread(self, reading: Reading, probe: str) -> Reading: ...
+
+
 def _instruction_rows(lengths: torch.Tensor) -> torch.Tensor:
     """The query rows of a path of each length: length L owns rows L(L−1)/2 … L(L−1)/2 + L − 1."""
     start = lengths * (lengths - 1) // 2
@@ -328,10 +335,12 @@ def path_inputs(token_states: Sequence[np.ndarray], paths: Sequence[Sequence[np.
 
 
 class PathReader:
-    """The trained reader of a checkpoint, shared by the threads of a process."""
+    """The trained reader of a checkpoint, shared by the threads of a process; `cross`: the checkpoint's
+    cross reader (kgfr/cross_reader.py), which re-reads the best groups, where it has one."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, cross: Rereads | None = None):
         self.model, self.config = PathReaderModel.load(folder)
+        self.cross = cross
         self._lock = threading.Lock()
 
     def read(self, sg: Subgraph, probe: str, top: Sequence[int], encoder, states: np.ndarray | None = None) -> Reading:  # type: ignore[no-untyped-def]
@@ -354,8 +363,9 @@ class PathReader:
         np.maximum.at(best_of, reached, np.repeat(scores, [ends.size for _, ends in groups]))
         nodes = np.unique(reached)
         best = dict(zip(nodes.tolist(), best_of[nodes].tolist()))
-        return Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
-                       None if no_path is None else no_path - max(scores), groups)
+        reading = Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
+                          None if no_path is None else no_path - max(scores), groups)
+        return self.cross.reread(reading, probe) if self.cross is not None else reading
 
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
              states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:

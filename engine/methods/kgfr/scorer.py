@@ -33,6 +33,7 @@ from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.confidence import Calibration
 from kgqa.methods.kgfr.batch import CPU_EDGE_BUDGET, make_batch, runs_within
 from kgqa.methods.kgfr.model import KGFRBatch
+from kgqa.methods.kgfr.cross_reader import CROSS_READER_DIR, CrossReader
 from kgqa.methods.kgfr.path_reader import READER_DIR, PathReader
 from kgqa.methods.kgfr.text_prior import relation_cosine
 from kgqa.methods.kgfr.train import load_checkpoint
@@ -85,7 +86,9 @@ class KGFRScorer:
         self.model, self.meta = load_checkpoint(self.checkpoint, device)
         self.calibration = Calibration.load(self.checkpoint)  # None: the checkpoint never declines (kgfr/confidence.py)
         reader = self.checkpoint / READER_DIR
-        self.reader = PathReader(reader) if (reader / "config.json").exists() else None  # kgfr/path_reader.py
+        cross = self.checkpoint / CROSS_READER_DIR
+        self.reader = (PathReader(reader, CrossReader.load(cross) if (cross / "config.json").exists() else None)
+                       if (reader / "config.json").exists() else None)  # kgfr/path_reader.py, kgfr/cross_reader.py
         self.device = next(self.model.parameters()).device
         self.edge_budget = CPU_EDGE_BUDGET if self.device.type == "cpu" else None  # a batch is split into model calls of at most this many edges
         self.encoder = encoder or TextEncoder()
