@@ -112,7 +112,7 @@ class CrossReader:
     def reread(self, reading: Reading, probe: str) -> Reading:
         """`reading` with its best `groups` groups re-read (module docstring) and each node's best group score
         recomputed; the groups keep their order, `lacking` its value."""
-        if not reading.groups or not reading.sequences:
+        if not reading.groups or not reading.sequences or not any(ends.size for _, ends in reading.sequences):
             return reading
         scores = np.array([score for _, score in reading.groups], dtype=np.float64)
         best = np.argsort(-scores, kind="stable")[: self.config.groups]
