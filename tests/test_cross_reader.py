@@ -4,6 +4,7 @@ scores move each node's best reading and nothing else, a saved model loads back,
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -91,8 +92,8 @@ def test_a_saved_cross_reader_loads_back_with_the_same_scores(saved):
     assert not torch.equal(loaded.lm.layers[5].out.bias, CrossReaderModel().lm.layers[5].out.bias)
 
 
-def test_a_cross_reader_saved_with_other_layers_is_refused_naming_its_file(saved):
-    _, folder = saved
+def test_a_cross_reader_saved_with_other_layers_is_refused_naming_its_file(saved, tmp_path):
+    folder = shutil.copytree(saved[1], tmp_path / CROSS_READER_DIR)
     spec = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**spec, "trained_layers": 4}))
     with pytest.raises(ValueError, match=r"model\.safetensors: not a cross reader of 4 trained layers"):
@@ -100,13 +101,9 @@ def test_a_cross_reader_saved_with_other_layers_is_refused_naming_its_file(saved
 
 
 def test_a_checkpoint_with_a_cross_reader_folder_reads_with_it_and_the_bundled_one_without(saved, tmp_path):
-    import shutil
-
     from kgqa.methods.kgfr.scorer import BUNDLED_CHECKPOINT, KGFRScorer
 
     _, folder = saved
-    spec = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**spec, "trained_layers": 2}))  # the other test may have changed it
     checkpoint = tmp_path / "kgfr"
     shutil.copytree(BUNDLED_CHECKPOINT, checkpoint)
     shutil.copytree(folder, checkpoint / CROSS_READER_DIR)

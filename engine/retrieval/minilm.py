@@ -59,7 +59,9 @@ class MiniLM(nn.Module):
         self.tokenizer.enable_truncation(max_length)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 
-    def _batch(self, texts: list[str]) -> tuple[Tensor, Tensor]:
+    def states(self, texts: list[str] | list[tuple[str, str]]) -> tuple[Tensor, Tensor]:
+        """Last-layer token states [B, T, dim] and the padding mask of texts, or of (first, second) pairs
+        encoded as "[CLS] first [SEP] second [SEP]" with their segment ids (kgfr/cross_reader.py)."""
         encoded = self.tokenizer.encode_batch(texts)
         device = self.words.weight.device
         ids = torch.tensor([e.ids for e in encoded], device=device)
@@ -90,7 +92,7 @@ class MiniLM(nn.Module):
             starts = track(starts, description="encoding", transient=True)
         for start in starts:
             chunk = order[start:start + batch_size]
-            x, mask = self._batch([texts[i] for i in chunk])
+            x, mask = self.states([texts[i] for i in chunk])
             weights = mask.unsqueeze(-1).to(x.dtype)
             pooled = (x * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
             out.append(nn.functional.normalize(pooled, dim=-1).float().cpu())

@@ -53,14 +53,7 @@ class CrossReaderModel(nn.Module):
         self.head = nn.Linear(self.lm.norm.normalized_shape[0], 1)
 
     def forward(self, questions: list[str], paths: list[str]) -> torch.Tensor:
-        lm = self.lm
-        encoded = lm.tokenizer.encode_batch(list(zip(questions, paths)))
-        ids = torch.tensor([e.ids for e in encoded])
-        mask = torch.tensor([e.attention_mask for e in encoded], dtype=torch.bool)
-        positions = torch.arange(ids.shape[1]).unsqueeze(0)
-        x = lm.norm(lm.words(ids) + lm.positions(positions) + lm.token_types(torch.tensor([e.type_ids for e in encoded])))
-        for layer in lm.layers:
-            x = layer(x, mask)
+        x, mask = self.lm.states(list(zip(questions, paths)))
         weights = mask.unsqueeze(-1).to(x.dtype)
         return self.head((x * weights).sum(1) / weights.sum(1)).squeeze(-1)
 
