@@ -84,6 +84,9 @@ def test_the_bundled_checkpoint_answers_right(store, facts, method):
                 hops = [fact.split(" —") for fact in answer.evidence.paths[0].split(" ; ")]
                 assert [h[1].split("→ ")[0] for h in hops] == relations and hops[0][0] == topic, (question, answer.evidence.paths[0])
                 assert hops[-1][1].endswith("→ " + answer.answers[0].text) and answer.evidence.facts[0] == " —".join(hops[-1]), question
+                moved = answer.trace.subgraph["moved"]  # what the rules after the reader moved: one topic has nothing to meet at;
+                assert moved["neighbours_of_every_topic"] == 0, (question, moved)  # a year asked: the films and people go last
+                assert question != "when did Captain Blood come out" or moved["wrong_kind"] > 0, moved
             if method == "grasp":  # the bundled selector ran, with its LoRA adapter
                 assert any(c.purpose.startswith("grasp.select") and "+ LoRA" in c.model for c in answer.trace.llm_calls), answer.trace.llm_calls
 
@@ -109,6 +112,7 @@ def test_kgfr_answers_where_the_two_entities_a_question_names_meet(store, facts)
             assert answer.answers and all(a.text in gold for a in answer.answers), (question, [a.text for a in answer.answers[:3]], gold)
             # the evidence joins the answer to each topic
             assert {p.split(" —")[0] for p in answer.evidence.paths} == {first, second}, (question, answer.evidence.paths)
+            assert answer.trace.subgraph["moved"]["neighbours_of_every_topic"] >= len(answer.answers), answer.trace.subgraph
 
 
 @pytest.mark.parametrize("method,question", MISREAD)

@@ -132,7 +132,8 @@ class KGFRAnswerer:
         probe = relation_probe(question, topic_info)
         scored = self.scorer.score(sg, question, self.descriptions, probe)
         seconds["score"] = time.perf_counter() - mark
-        ranked, read = self.read(sg, scored, probe, seconds)
+        moved: dict[str, int] = {}
+        ranked, read = self.read(sg, scored, probe, seconds, moved)
         reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])] if read else []
         lacking = read.lacking if read else None
         mark = time.perf_counter()
@@ -154,26 +155,30 @@ class KGFRAnswerer:
             answers = []
         seconds["total"] = time.perf_counter() - started
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam,
-                 "scoring_batch": scored.batch_size}
+                 "scoring_batch": scored.batch_size, "moved": moved}
         return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg, confidence, declined, found,
                           answerability, reading)
 
-    def read(self, sg: Subgraph, scored: Scored, probe: str,
-             seconds: dict[str, float] | None = None) -> tuple[Scored, Reading | None]:
+    def read(self, sg: Subgraph, scored: Scored, probe: str, seconds: dict[str, float] | None = None,
+             moved: dict[str, int] | None = None) -> tuple[Scored, Reading | None]:
         """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
         it has one (kgfr/path_reader.py), the neighbours of every topic of a question that names several
         moved first (kgfr/conjunction.py), then candidates of a kind the question does not ask for moved
         last (kgfr/answer_kind.py); and what the reader read (its groups, and how far its "no path
         reads it" beats the best group; None without a reader). Confidence and declining keep reading
-        the model's own scores, which their calibration was fitted on, and that last number."""
+        the model's own scores, which their calibration was fitted on, and that last number. `moved`
+        gains how many candidates each rule moved ("neighbours_of_every_topic" up, "wrong_kind" down)."""
         mark = time.perf_counter()
         fused, read = scored.scores, None
         if self.scorer.reader is not None:
             check("reading")
             fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states)
-        fused, _ = favour_neighbours_of_every_topic(fused, sg)
+        fused, favoured = favour_neighbours_of_every_topic(fused, sg)
+        demoted = 0
         if self.answer_kind:
-            fused, _ = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
+            fused, demoted = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
+        if moved is not None:
+            moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
         return replace(scored, scores=fused), read
