@@ -10,7 +10,10 @@ writes DIR/free-1hop.txt, free-2hop.txt, free-3hop.txt in MetaQA's format (the t
 answers after a tab, joined by |), so that `kgqa eval` and bench/path_reader.py read them, and
 DIR/free-lacking.jsonl: questions in our own words for facts the KB does not hold about entities it
 does hold (where a film was shot, who is an actor married to; issue 46's "in-domain questions for facts
-the KG lacks"), to be declined. Unlike kgqa.eval.synth.lacking, which asks another KG's relations in
+the KG lacks"), to be declined, and DIR/free-absent.jsonl: the phrasings of TEMPLATES and ABSENT asked
+where the KB has each relation of the path but the topic's path stops before its last one (what did X
+write, of someone who wrote nothing; "which films did the director of Kismet also write", whose
+director wrote none), to be declined too. Unlike kgqa.eval.synth.lacking, which asks another KG's relations in
 generated words, these are phrased as people ask them, and some share words with relations the KB has
 ("who wrote the score of X", "when did X die" where release years are near).
 """
@@ -52,6 +55,13 @@ TEMPLATES: list[tuple[tuple[str, ...], str, list[str]]] = [
                                                                     "which directors worked with the actors of {}"]),
     (("written_by", "~written_by", "starred_actors"), "film", ["who acted in other scripts by the writer of {}"]),
     (("written_by", "~written_by", "in_language"), "film", ["in what languages are the other films by the writer of {}"]),
+]
+
+# phrasings asked only where their path stops before its last hop (free-absent.jsonl), beside TEMPLATES'
+ABSENT: list[tuple[tuple[str, ...], str, list[str]]] = [
+    (("directed_by", "~written_by"), "film", ["which films did the director of {} also write", "what did whoever directed {} write"]),
+    (("starred_actors", "~directed_by"), "film", ["which films did the actors of {} direct"]),
+    (("written_by", "~starred_actors"), "film", ["what films has the writer of {} acted in"]),
 ]
 
 # facts MetaQA's KB has no relation for (it has directed_by, written_by, starred_actors, release_year,
@@ -114,6 +124,22 @@ def phrased(kb: dict[tuple[str, str], set[str]], templates: list[tuple[tuple[str
                     break
 
 
+def stopping_short(kb: dict[tuple[str, str], set[str]], templates: list[tuple[tuple[str, ...], str, list[str]]], pools: dict[str, list[str]],
+                   per_template: int, rng: random.Random) -> Iterator[tuple[tuple[str, ...], str, str]]:
+    """Per phrasing, up to `per_template` topics of its kind (MetaQA's topic marks absent) that reach
+    someone or something along all but the path's last relation and nothing along the whole path."""
+    for path, kind, phrasings in templates:
+        pool = [t for t in pools[kind] if "|" not in t and "[" not in t]
+        for phrasing in phrasings:
+            made = 0
+            for topic in rng.sample(pool, min(len(pool), 200 * per_template)):
+                if (len(path) == 1 or follow(kb, topic, path[:-1])) and not follow(kb, topic, path):
+                    yield path, phrasing, topic
+                    made += 1
+                    if made == per_template:
+                        break
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kb", type=Path, required=True)
@@ -142,6 +168,10 @@ def main() -> int:
                         for topic in rng.sample(pool, args.lacking_per_template)]
     (args.out / "free-lacking.jsonl").write_text("".join(json.dumps(q) + "\n" for q in lacking), encoding="utf-8")
     print(f"{args.out / 'free-lacking.jsonl'}: {len(lacking)} questions")
+    absent = [{"question": phrasing.format(topic), "answers": [], "topics": [topic], "hop": len(path), "shape": "absent"}
+              for path, phrasing, topic in stopping_short(kb, TEMPLATES + ABSENT, {"film": films, "person": people}, args.lacking_per_template, rng)]
+    (args.out / "free-absent.jsonl").write_text("".join(json.dumps(q) + "\n" for q in absent), encoding="utf-8")
+    print(f"{args.out / 'free-absent.jsonl'}: {len(absent)} questions")
     return 0
 
 

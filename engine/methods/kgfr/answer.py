@@ -27,6 +27,7 @@ from kgqa.retrieval.app import retrieve
 from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
+from kgqa.methods.kgfr.absent_path import ABSENT_MARGIN, absent_reading
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
 from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
@@ -136,18 +137,26 @@ class KGFRAnswerer:
         ranked, read = self.read(sg, scored, probe, seconds, moved)
         reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])] if read else []
         lacking = read.lacking if read else None
+        absent = absent_reading(self.scorer.reader, sg, read, probe, self.encoder, scored.probe_states) if read else None
         mark = time.perf_counter()
         candidates = self.evidence(sg, ranked, read)
         seconds["evidence"] = time.perf_counter() - mark
         emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
         answers = self.margin_answers(candidates)
         found = signals(scored.scores, self.margin, scored.relation_match, topic_info, sg.num_nodes, lacking)
+        if read is not None:  # not (yet) a feature of the calibration: it declines alone, below (-20: nothing absent)
+            found["path_absent"] = max(-20.0, min(20.0, absent.margin)) if absent is not None else -20.0
         confidence, answerability = self.confidence(found)
         declined = None
         if not candidates:
             declined = "the subgraph around the topic entities holds nothing else to answer with"
         elif self.answer_kind and self.decline_below > 0 and missing_number(sg, probe):
             declined = f"the question asks for a number and the subgraph around the topic entities holds none (closest: {candidates[0].label})"
+            answers = []
+        elif self.decline_below > 0 and absent is not None and absent.margin >= ABSENT_MARGIN:
+            named = " and ".join(str(t["label"]) for t in topic_info)
+            declined = (f"the question reads as “{absent.path}” from {named}, which the KG holds for others but not for {named}"
+                        f" (closest: {candidates[0].label})")
             answers = []
         elif answerability is not None and answerability < self.decline_below:
             declined = (f"the KG holds no answer I trust: answerability {answerability:.2f} is below the threshold {self.decline_below:.2f}"

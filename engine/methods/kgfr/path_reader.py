@@ -350,14 +350,7 @@ class PathReader:
         if not groups:
             return Reading({}, [])
         texts = [hop_texts(sg, seq) for seq, _ in groups]
-        vocabulary = sorted({t for hops in texts for t in hops})
-        vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
-        if states is None:
-            [states] = encoder.token_states([probe])
-        inputs = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
-        with self._lock, torch.inference_mode():
-            scores = self.model(*inputs).float().tolist()
-            no_path = float(self.model.no_path(inputs[0], inputs[1])) if self.config.reads_lacking else None
+        scores, no_path = self.score_texts(texts, probe, encoder, states)
         reached = np.concatenate([ends for _, ends in groups])
         best_of = np.full(sg.num_nodes, -np.inf)
         np.maximum.at(best_of, reached, np.repeat(scores, [ends.size for _, ends in groups]))
@@ -366,6 +359,20 @@ class PathReader:
         reading = Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
                           None if no_path is None else no_path - max(scores), groups)
         return self.cross.reread(reading, probe) if self.cross is not None else reading
+
+    def score_texts(self, texts: list[list[str]], probe: str, encoder, states: np.ndarray | None = None,  # type: ignore[no-untyped-def]
+                    ) -> tuple[list[float], float | None]:
+        """The score of each relation sequence given as its hops' texts, and that of "no path" (None for a
+        reader not trained for it)."""
+        vocabulary = sorted({t for hops in texts for t in hops})
+        vectors = dict(zip(vocabulary, encoder.encode(vocabulary)))
+        if states is None:
+            [states] = encoder.token_states([probe])
+        inputs = path_inputs([states], [[vectors[t] for t in hops] for hops in texts], [0] * len(texts))
+        with self._lock, torch.inference_mode():
+            scores = self.model(*inputs).float().tolist()
+            no_path = float(self.model.no_path(inputs[0], inputs[1])) if self.config.reads_lacking else None
+        return scores, no_path
 
     def fuse(self, scores: torch.Tensor, sg: Subgraph, probe: str, encoder, weight: float | None = None,  # type: ignore[no-untyped-def]
              states: np.ndarray | None = None) -> tuple[torch.Tensor, Reading]:
