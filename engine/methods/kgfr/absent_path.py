@@ -46,7 +46,10 @@ def absent_sequences(sg: Subgraph, reading: Reading, prefixes: int = PREFIXES) -
     the same last step but not from the start's own ends (an edge back to a topic alone does not count)."""
     heads, tails, types = (np.asarray(a, dtype=np.int64) for a in edge_arrays(sg))
     topics = np.asarray(sg.topics, dtype=np.int64)
-    onward = ~np.isin(tails, topics)
+    is_topic = np.zeros(sg.num_nodes, dtype=bool)
+    is_topic[topics] = True
+    onward = ~is_topic[tails]
+    kinds = 2 * len(sg.relation_labels)
     scores = np.array([score for _, score in reading.groups])
     longest = min(MAX_PATH, max(1, sg.hops))
     starts: dict[tuple[int, ...], None] = {}
@@ -56,18 +59,24 @@ def absent_sequences(sg: Subgraph, reading: Reading, prefixes: int = PREFIXES) -
             starts[tuple(group[:length])] = None
     out: dict[tuple[int, ...], None] = {}
     for start in starts:
-        ends = topics
+        ends = is_topic
         for step in start:
-            ends = np.unique(tails[np.isin(heads, ends) & (types == step)])
-        last = [start[-1]] if start else np.unique(types[np.isin(tails, topics)])
-        alike = np.unique(tails[np.isin(types, last)])  # reached the way its ends were: of their kind
-        taking = np.isin(heads, alike) & onward
+            ends = _marked(tails[ends[heads] & (types == step)], sg.num_nodes)
+        last = _marked(np.array([start[-1]]) if start else types[is_topic[tails]], kinds)
+        alike = _marked(tails[last[types]], sg.num_nodes)  # reached the way its ends were: of their kind
+        taking = alike[heads] & onward
         steps, takers = np.unique(np.unique(types[taking] * sg.num_nodes + heads[taking]) // sg.num_nodes, return_counts=True)
-        elsewhere = steps[takers >= COMMON * alike.size]  # most nodes of the kind take it: a KG's odd facts do not count
-        here = np.unique(types[np.isin(heads, ends) & onward])
+        elsewhere = steps[takers >= COMMON * alike.sum()]  # most nodes of the kind take it: a KG's odd facts do not count
+        here = np.unique(types[ends[heads] & onward])
         for step in np.setdiff1d(elsewhere, here).tolist():
             out[start + (int(step),)] = None
     return list(out)
+
+
+def _marked(indices: np.ndarray, size: int) -> np.ndarray:
+    mask = np.zeros(size, dtype=bool)
+    mask[indices] = True
+    return mask
 
 
 def absent_reading(reader: ScoresTexts, sg: Subgraph, reading: Reading, probe: str, encoder,  # type: ignore[no-untyped-def]
