@@ -4,13 +4,15 @@ and the bundled checkpoint declining such a question on the demo KG, naming the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import DEMO_KG, subgraph_from_lines
 
 from kgqa.loaders import load_file
-from kgqa.methods.kgfr.absent_path import ABSENT_MARGIN, absent_reading, absent_sequences
+from kgqa.methods.kgfr.absent_path import absent_reading, absent_sequences
 from kgqa.methods.kgfr.answer import KGFRAnswerer
-from kgqa.methods.kgfr.path_reader import Reading, path_groups, verbalise
+from kgqa.methods.kgfr.path_reader import PathReaderModel, Reading, ReaderConfig, path_groups, verbalise
 from kgqa.sparql.embedded import EmbeddedWriter
 
 LINES = [
@@ -74,9 +76,27 @@ def demo():
 
 def test_the_bundled_checkpoint_declines_a_fact_its_kg_holds_for_others_only(demo):
     answerer = KGFRAnswerer(demo)
+    margin = answerer.scorer.reader.config.absent_margin
+    assert margin == 2.0  # the bundled reader's, from its config.json
     missing = answerer.answer("when was Black Fury released")  # the demo slice has no year for Black Fury, for most films one
-    assert missing.signals["path_absent"] >= ABSENT_MARGIN and not missing.answers
+    assert missing.signals["path_absent"] >= margin and not missing.answers
     assert missing.declined is not None and "“release year” from Black Fury" in missing.declined, missing.declined
     held = answerer.answer("when did Captain Blood come out")
-    assert held.declined is None and held.answers[0].label == "1935" and held.signals["path_absent"] < ABSENT_MARGIN
+    assert held.declined is None and held.answers[0].label == "1935" and held.signals["path_absent"] < margin
     assert KGFRAnswerer(demo, decline_below=0).answer("when was Black Fury released").answers  # declining off: answered
+
+
+def test_a_readers_margin_is_saved_with_it(tmp_path):
+    PathReaderModel().save(tmp_path / "reader", ReaderConfig(1.0, 5, absent_margin=2.5), {})
+    assert PathReaderModel.load(tmp_path / "reader")[1].absent_margin == 2.5
+
+
+def test_a_reader_without_a_margin_reads_no_absent_paths(demo):
+    answerer = KGFRAnswerer(demo)
+    bundled = answerer.scorer.reader.config
+    answerer.scorer.reader.config = replace(bundled, absent_margin=None)  # a reader trained anew: none chosen for it
+    try:
+        result = answerer.answer("when was Black Fury released")
+    finally:
+        answerer.scorer.reader.config = bundled
+    assert "path_absent" not in result.signals and "reads as" not in (result.declined or ""), result.declined

@@ -8,8 +8,9 @@ not: a start of one of the best-read groups (nothing, its first step, …) follo
 in a direction) that the nodes reached by the start's last step take elsewhere in the subgraph but the
 start's own ends do not take (for a first step: the nodes reached by a step that reaches the topic, the
 topic's kind), where at least `COMMON` of those nodes take it. Where the best of them reads the question
-better than every held group by `ABSENT_MARGIN`, the KG lacks what is asked for this topic, and the
-answer is declined naming that path (kgfr/answer.py)."""
+better than every held group by the reader's `absent_margin` (its config.json; the bundled reader's 2.0
+was chosen on the sets in the README; a reader without one does not decline so), the KG lacks what is
+asked for this topic, and the answer is declined naming that path (kgfr/answer.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.path_reader import MAX_PATH, Reading, hop_texts, verbalise
 from kgqa.methods.kgfr.scorer import edge_arrays
 
-ABSENT_MARGIN = 2.0  # in reader score units; chosen on bench/metaqa_free_words.py's absent set and answerable sets (README)
 COMMON = 0.4  # the share of the nodes of a kind that must take a step for it to be asked of one of them
 PREFIXES = 8  # best-read groups followed by an absent step
 MAX_ABSENT = 96  # absent sequences read per question: those whose last step reads most like the question

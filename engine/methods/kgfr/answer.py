@@ -27,7 +27,7 @@ from kgqa.retrieval.app import retrieve
 from kgqa.core.store import GraphStore
 from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
-from kgqa.methods.kgfr.absent_path import ABSENT_MARGIN, absent_reading
+from kgqa.methods.kgfr.absent_path import absent_reading
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
 from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
@@ -138,7 +138,8 @@ class KGFRAnswerer:
         reading = [{"path": text, "score": round(score, 4)} for text, score in sorted(read.groups, key=lambda r: -r[1])] if read else []
         lacking = read.lacking if read else None
         mark = time.perf_counter()
-        absent = absent_reading(self.scorer.reader, sg, read, probe, self.encoder, scored.probe_states) if read else None
+        margin = self.scorer.reader.config.absent_margin if self.scorer.reader is not None else None
+        absent = absent_reading(self.scorer.reader, sg, read, probe, self.encoder, scored.probe_states) if read and margin is not None else None
         seconds["read"] += time.perf_counter() - mark  # reading what the subgraph could hold is reading too
         mark = time.perf_counter()
         candidates = self.evidence(sg, ranked, read)
@@ -146,7 +147,7 @@ class KGFRAnswerer:
         emit(EvidenceReady(Evidence(candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in candidates])))
         answers = self.margin_answers(candidates)
         found = signals(scored.scores, self.margin, scored.relation_match, topic_info, sg.num_nodes, lacking)
-        if read is not None:  # not (yet) a feature of the calibration: it declines alone, below (-20: nothing absent)
+        if margin is not None:  # not (yet) a feature of the calibration: it declines alone, below (-20: nothing absent)
             found["path_absent"] = max(-20.0, min(20.0, absent.margin)) if absent is not None else -20.0
         confidence, answerability = self.confidence(found)
         declined = None
@@ -155,7 +156,7 @@ class KGFRAnswerer:
         elif self.answer_kind and self.decline_below > 0 and missing_number(sg, probe):
             declined = f"the question asks for a number and the subgraph around the topic entities holds none (closest: {candidates[0].label})"
             answers = []
-        elif self.decline_below > 0 and absent is not None and absent.margin >= ABSENT_MARGIN:
+        elif self.decline_below > 0 and absent is not None and margin is not None and absent.margin >= margin:
             named = " and ".join(str(t["label"]) for t in topic_info)
             declined = (f"the question reads as “{absent.path}” from {named}, which the KG holds for others but not for {named}"
                         f" (closest: {candidates[0].label})")

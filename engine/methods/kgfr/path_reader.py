@@ -183,6 +183,7 @@ class ReaderConfig:
     weight: float  # γ
     top: int  # the scorer's top nodes re-ranked
     reads_lacking: bool = False  # trained with unanswerable questions: its "no path" option means something
+    absent_margin: float | None = None  # declines a path the subgraph could hold and does not, read this much better (absent_path.py)
 
 
 @dataclass
@@ -283,8 +284,9 @@ class PathReaderModel(torch.nn.Module):
 
         folder.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors"))
+        margin = {} if config.absent_margin is None else {"absent_margin": config.absent_margin}
         (folder / "config.json").write_text(json.dumps({"weight": config.weight, "top": config.top, "reads_lacking": config.reads_lacking,
-                                                        **meta}, indent=2) + "\n")
+                                                        **margin, **meta}, indent=2) + "\n")
 
     @classmethod
     def load(cls, folder: Path) -> tuple["PathReaderModel", ReaderConfig]:
@@ -298,7 +300,9 @@ class PathReaderModel(torch.nn.Module):
             raise ValueError(f"{folder / 'model.safetensors'}: not a path reader (missing {sorted(missing)})")
         model.load_state_dict(state, strict=False)
         model.eval()
-        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing & LACKING_PARTS)
+        margin = spec.get("absent_margin")
+        return model, ReaderConfig(float(spec["weight"]), int(spec["top"]), bool(spec.get("reads_lacking", False)) and not missing & LACKING_PARTS,
+                                   None if margin is None else float(margin))
 
 
 LACKING_PARTS = {"lacks.weight", "lacks.bias"}
