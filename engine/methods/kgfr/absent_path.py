@@ -10,7 +10,9 @@ start's own ends do not take (for a first step: the nodes reached by a step that
 topic's kind), where at least `COMMON` of those nodes take it. Where the best of them reads the question
 better than every held group by the reader's `absent_margin` (its config.json; the bundled reader's 2.0
 was chosen on the sets in the README; a reader without one does not decline so), the KG lacks what is
-asked for this topic, and the answer is declined naming that path (kgfr/answer.py)."""
+asked for this topic, and the answer is declined naming that path (kgfr/answer.py). With a cross reader
+(kgfr/cross_reader.py) the held groups' scores are its re-read ones, which only lower the groups it
+does not favour: the margin was chosen without one."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ class KGFRAnswerer:
         elif self.answer_kind and self.decline_below > 0 and missing_number(sg, probe):
             declined = f"the question asks for a number and the subgraph around the topic entities holds none (closest: {candidates[0].label})"
             answers = []
-        elif self.decline_below > 0 and absent is not None and margin is not None and absent.margin >= margin:
+        elif self.decline_below > 0 and absent is not None and absent.margin >= margin:  # absent: only where a margin is set
             named = " and ".join(str(t["label"]) for t in topic_info)
             declined = (f"the question reads as “{absent.path}” from {named}, which the KG holds for others but not for {named}"
                         f" (closest: {candidates[0].label})")

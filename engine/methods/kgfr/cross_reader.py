@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from kgqa.methods.kgfr.path_reader import Reading
+from kgqa.methods.kgfr.path_reader import Reading, best_by_node
 
 CROSS_READER_DIR = "cross_reader"  # in a KGFR checkpoint folder, beside path_reader/
 MAX_TOKENS = 96  # question and path together; longer pairs are cut (a 3-hop Freebase path is ~40)
@@ -116,9 +116,5 @@ class CrossReader:
         weight = self.config.weight
         new = scores + weight * (crossed.min() - crossed.max())
         new[best] = scores[best] + weight * (crossed - crossed.max())
-        nodes = np.concatenate([ends for _, ends in reading.sequences])
-        best_of = np.full(int(nodes.max()) + 1, -np.inf)
-        np.maximum.at(best_of, nodes, np.repeat(new, [ends.size for _, ends in reading.sequences]))
-        reached = np.unique(nodes)
-        return replace(reading, best=dict(zip(reached.tolist(), best_of[reached].tolist())),
+        return replace(reading, best=best_by_node(reading.sequences, new),
                        groups=[(text, float(score)) for (text, _), score in zip(reading.groups, new)])

@@ -211,6 +211,17 @@ class Reading:
         return None
 
 
+def best_by_node(groups: Sequence[tuple[tuple[int, ...], np.ndarray]], scores: Sequence[float]) -> dict[int, float]:
+    """Each node a group reaches → the best score among the groups reaching it."""
+    reached = np.concatenate([ends for _, ends in groups])
+    if reached.size == 0:
+        return {}
+    best_of = np.full(int(reached.max()) + 1, -np.inf)
+    np.maximum.at(best_of, reached, np.repeat(np.asarray(scores, dtype=np.float64), [ends.size for _, ends in groups]))
+    nodes = np.unique(reached)
+    return dict(zip(nodes.tolist(), best_of[nodes].tolist()))
+
+
 class Rereads(Protocol):
     """A second reader of a `Reading` (kgfr/cross_reader.py)."""
 
@@ -355,12 +366,7 @@ class PathReader:
             return Reading({}, [])
         texts = [hop_texts(sg, seq) for seq, _ in groups]
         scores, no_path = self.score_texts(texts, probe, encoder, states)
-        reached = np.concatenate([ends for _, ends in groups])
-        best_of = np.full(sg.num_nodes, -np.inf)
-        np.maximum.at(best_of, reached, np.repeat(scores, [ends.size for _, ends in groups]))
-        nodes = np.unique(reached)
-        best = dict(zip(nodes.tolist(), best_of[nodes].tolist()))
-        reading = Reading(best, [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
+        reading = Reading(best_by_node(groups, scores), [(ARROW.join(hops), score) for hops, score in zip(texts, scores)],
                           None if no_path is None else no_path - max(scores), groups)
         return self.cross.reread(reading, probe) if self.cross is not None else reading
 
