@@ -464,6 +464,31 @@ def test_the_named_neighbour_is_the_one_the_topic_is_linked_to_as_such_from_eith
     assert first("which country was something's friend born in") == "Ruritania"
 
 
+PLAIN_SPOUSES = [  # no types, no Freebase names: a person's kind is only the relations she is the subject of
+    "Ann|born_in|Strelsau",
+    "Ann|works_for|Acme",
+    "Ann|occupation|economist",
+    "Bob|born_in|Zenda",
+    "Acme|headquartered_in|Hentzau",
+]
+
+
+@pytest.mark.parametrize("marriage", ["Ann|spouse_of|Bob", "Bob|spouse_of|Ann"])
+def test_in_a_kg_without_types_the_named_neighbour_is_one_of_the_topics_kind(tmp_path, marriage):
+    """"Where was the spouse of X born" over plain relation names: the spouse is the one X is married to, from
+    either side, a person as X is (both are born somewhere), so X's own birthplace loses however the scorer
+    prefers it; an occupation, whose relation reads like "employer" (0.65) but which is the subject of nothing,
+    is not taken for X's employer."""
+    sg = subgraph_from_lines(tmp_path, "plain", [marriage, *PLAIN_SPOUSES], "Ann")
+    first = _first_of(sg, {"Strelsau": 100.0, "Bob": 90.0, "Zenda": 50.0, "Hentzau": 40.0})
+
+    assert first("where was the spouse of something born") == "Zenda"
+    assert first("in which city was something's wife born") == "Zenda"
+    assert first("where was something born") == "Strelsau"  # no neighbour named: her own
+    mismatch = wrong_kind(sg, "in which city is something's employer based", TextEncoder())
+    assert not mismatch[list(sg.node_labels).index("Hentzau")]
+
+
 def test_what_is_asked_of_the_neighbour_past_the_named_one_lies_past_that_one_too(tmp_path):
     """"Where is the employer of X's husband headquartered": not the employer (the path's second node), not
     X's own employer's city, but the city of the husband's employer."""

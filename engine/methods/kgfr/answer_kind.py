@@ -38,7 +38,8 @@ import torch
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, named_neighbour, other_nouns, outer_neighbour, role_words
-from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subjects
+from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subject_relations, subjects
+from kgqa.methods.kgfr.reach import beyond, next_to, past
 from kgqa.methods.kgfr.type_sets import type_lists
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
 
@@ -233,7 +234,7 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
     founded the company X works for"): one hop from a topic, their best type reads like that noun (NAMED_FLOOR) and
     more than like the asked noun; where some do, the topic's other one-hop neighbours too, unless the named one leads
     to them, and every node the named ones do not reach within the subgraph's hops less one, not through a topic
-    (`_beyond`); where it names one past that one too ("the employer of X's husband"), that one likewise
+    (`beyond`); where it names one past that one too ("the employer of X's husband"), that one likewise
     (`_outer_mismatch`). Nothing where the question names no neighbour, or names the asked kind again ("which films
     share a director with the film X")."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
@@ -245,33 +246,18 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
         if float(named @ wanted) >= SAME_NOUN:
             return mismatch
     types, _ = typed()
-    if not types:
+    like_named = _linked_as(sg, noun, encoder, types) or (_reads_as(types, noun, encoder) if types else {})
+    if not like_named:
         return mismatch
-    like_named = _linked_as(sg, noun, encoder, types) or _reads_as(types, noun, encoder)
     like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
     for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
         mismatch[node] = sg.node_hop[node] == 1 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
     if mismatch.any():
-        through = _next_to(sg, mismatch)
-        mismatch |= _past(sg, mismatch, through)
+        through = next_to(sg, mismatch)
+        mismatch |= past(sg, mismatch, through)
         if (outer := outer_neighbour(probe)) is not None:  # "the employer of X's husband": the husband's employer is on the way too
             mismatch |= _outer_mismatch(sg, through, _reads_as(types, outer, encoder), like_asked)
     return mismatch
-
-
-def _next_to(sg: Subgraph, nodes: np.ndarray) -> np.ndarray:
-    """The nodes one edge from any of `nodes` (a bool per node, both)."""
-    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
-    near = np.zeros(sg.num_nodes, dtype=bool)
-    near[tails[nodes[heads]]] = True
-    near[heads[nodes[tails]]] = True
-    return near
-
-
-def _past(sg: Subgraph, neighbours: np.ndarray, through: np.ndarray) -> np.ndarray:
-    """What a question asks of the topic's `neighbours` lies beyond them: the topic's other one-hop neighbours lose
-    unless one of them leads there (`through`), and so does every node they do not reach within hops − 1 (`_beyond`)."""
-    return ((np.asarray(sg.node_hop) == 1) & ~through) | ~_beyond(sg, np.flatnonzero(neighbours), max(1, sg.hops - 1))
 
 
 def _other_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, already: np.ndarray, typed: Typed) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -295,7 +281,7 @@ def _other_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, already
                 mismatch[node] = True
                 neighbours[node] |= word in beside and sg.node_hop[node] == 1  # "X attended university": past it, as a named one
     if neighbours.any():
-        mismatch |= _past(sg, neighbours, _next_to(sg, neighbours))
+        mismatch |= past(sg, neighbours, next_to(sg, neighbours))
     out = mismatch | already
     out[np.asarray(sg.topics, dtype=np.int64)] = True
     kept = any(not out[node] and value >= top - TYPE_MATCH_SLACK for node, value in like_asked.items())
@@ -305,16 +291,22 @@ def _other_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, already
 def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) -> dict[int, float]:  # type: ignore[no-untyped-def]
     """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (its object word): "X's wife"
     is the one X is married to, not a friend another marriage makes a spouse. From the topic's side, else (a KG states a
-    marriage once) from a neighbour sharing a type with it: not a job title whose `…/company` is the bank X."""
+    marriage once) from a neighbour sharing a type with it: not a job title whose `…/company` is the bank X. In a KG without
+    types, only a neighbour of the topic's kind, from either side: one that is the subject of a relation the topic is the
+    subject of too, besides the link (a spouse is born somewhere as X is; an occupation, whose `occupation` reads like
+    "employer" 0.65, is the subject of nothing)."""
     roles = [_freebase_object_role(label) or object_role(label) for label in sg.relation_labels]
     reading = encoder.encode(roles) @ encoder.encode([noun])[0]
     subject, obj = fact_ends(sg)
     relation = np.asarray(sg.edge_type) // 2
     is_topic = np.zeros(sg.num_nodes, dtype=bool)
     is_topic[np.asarray(sg.topics, dtype=np.int64)] = True
+    own = None if types else subject_relations(sg, np.unique(np.concatenate([subject[is_topic[obj]], obj[is_topic[subject]], sg.topics])))
     for near, far, from_neighbour in ((subject, obj, False), (obj, subject, True)):
         edges = np.flatnonzero(is_topic[near] & ~is_topic[far])
-        if from_neighbour:  # only a neighbour that shares a type with its topic
+        if own is not None:
+            edges = edges[[bool(own.get(int(far[e]), set()) & own.get(int(near[e]), set()) - {int(relation[e])}) for e in edges.tolist()]]
+        elif from_neighbour:  # only a neighbour that shares a type with its topic
             edges = edges[[bool(set(types.get(int(far[e]), ())) & set(types.get(int(near[e]), ()))) for e in edges.tolist()]]
         best = np.full(sg.num_nodes, -np.inf)
         np.maximum.at(best, far[edges], reading[relation[edges]])
@@ -323,30 +315,15 @@ def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) ->
     return {}
 
 
-def _outer_mismatch(sg: Subgraph, next_to: np.ndarray, like_outer: dict[int, float], like_asked: dict[int, float]) -> np.ndarray:
-    """The nodes `next_to` the named neighbours, two hops out, whose type reads like the outer noun (NAMED_FLOOR, and more
+def _outer_mismatch(sg: Subgraph, near_named: np.ndarray, like_outer: dict[int, float], like_asked: dict[int, float]) -> np.ndarray:
+    """The nodes `near_named` (next to the named neighbours), two hops out, whose type reads like the outer noun (NAMED_FLOOR, and more
     than like the asked noun), and every node they do not reach within hops − 2, not through a topic."""
     outer = np.zeros(sg.num_nodes, dtype=bool)
     for node, value in like_outer.items():
-        outer[node] = next_to[node] and sg.node_hop[node] == 2 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
+        outer[node] = near_named[node] and sg.node_hop[node] == 2 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
     if not outer.any():
         return outer
-    return outer | ~_beyond(sg, np.flatnonzero(outer), max(1, sg.hops - 2))
-
-
-def _beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:
-    """The nodes within `steps` edges of the `named` ones, not through a topic: "the country X's wife was born in" lies
-    past the wife, and X's own birth country, reached only back through X, does not."""
-    blocked = np.zeros(sg.num_nodes, dtype=bool)
-    blocked[np.asarray(sg.topics, dtype=np.int64)] = True
-    reached = np.zeros(sg.num_nodes, dtype=bool)
-    reached[named] = True
-    for _ in range(steps):
-        grown = reached | _next_to(sg, reached & ~blocked)
-        if (grown == reached).all():
-            break
-        reached = grown
-    return reached
+    return outer | ~beyond(sg, np.flatnonzero(outer), max(1, sg.hops - 2))
 
 
 def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRelations | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]

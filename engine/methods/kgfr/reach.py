@@ -1,0 +1,38 @@
+"""Walks over a subgraph that the answer-kind rules (kgfr/answer_kind.py) read what a question asks of a neighbour it
+names with: what lies next to nodes, past them, and within a few edges of them without going back through a topic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kgqa.core.subgraph import Subgraph
+
+
+def next_to(sg: Subgraph, nodes: np.ndarray) -> np.ndarray:
+    """The nodes one edge from any of `nodes` (a bool per node, both)."""
+    heads, tails = np.asarray(sg.edge_index[0]), np.asarray(sg.edge_index[1])
+    near = np.zeros(sg.num_nodes, dtype=bool)
+    near[tails[nodes[heads]]] = True
+    near[heads[nodes[tails]]] = True
+    return near
+
+
+def past(sg: Subgraph, neighbours: np.ndarray, through: np.ndarray) -> np.ndarray:
+    """What a question asks of the topic's `neighbours` lies beyond them: the topic's other one-hop neighbours lose
+    unless one of them leads there (`through`), and so does every node they do not reach within hops − 1 (`beyond`)."""
+    return ((np.asarray(sg.node_hop) == 1) & ~through) | ~beyond(sg, np.flatnonzero(neighbours), max(1, sg.hops - 1))
+
+
+def beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:
+    """The nodes within `steps` edges of the `named` ones, not through a topic: "the country X's wife was born in" lies
+    past the wife, and X's own birth country, reached only back through X, does not."""
+    blocked = np.zeros(sg.num_nodes, dtype=bool)
+    blocked[np.asarray(sg.topics, dtype=np.int64)] = True
+    reached = np.zeros(sg.num_nodes, dtype=bool)
+    reached[named] = True
+    for _ in range(steps):
+        grown = reached | next_to(sg, reached & ~blocked)
+        if (grown == reached).all():
+            break
+        reached = grown
+    return reached
