@@ -152,6 +152,17 @@ def test_a_noun_that_names_a_relations_objects_keeps_only_those_objects(tmp_path
     assert sg.node_labels[int(torch.argmax(kinds))] == "Drama"
 
 
+def test_a_noun_names_a_relations_objects_only_in_both_numbers(tmp_path):
+    """"Companies" reads like `industry` (0.76) where "company" does not (0.71): the companies are not demoted for
+    the industries a plural alone reads like; "industries" still keeps only the industries."""
+    lines = ["Acme|industry|textiles", "Acme|headquartered_in|Zenda", "Ann|born_in|Zenda", "Ann|works_for|Acme"]
+    sg = subgraph_from_lines(tmp_path, "firms", lines, "Ann")
+    acme = list(sg.node_labels).index("Acme")
+    encoder = TextEncoder()
+    assert not wrong_kind(sg, "which companies are headquartered in the city where something was born", encoder)[acme]
+    assert wrong_kind(sg, "which industries are the companies something works for in", encoder)[acme]
+
+
 FREEBASE = [  # no type relation, but Freebase property names say their subjects' types
     "Ann|/people/person/spouse_s./people/marriage/spouse|Bob",
     "Ann|/people/person/place_of_birth|Strelsau",

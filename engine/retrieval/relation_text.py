@@ -203,7 +203,9 @@ def relation_words(label: str) -> tuple[str, str]:
 
 
 def singular(word: str) -> str:
-    """A plural's -s dropped ("films" → "film"; "class", "bus" kept as they are)."""
+    """A plural's -s dropped ("films" → "film"; "companies" → "company"; "class", "bus" kept as they are)."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
     return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
 
 

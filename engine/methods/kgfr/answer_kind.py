@@ -41,7 +41,7 @@ from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind,
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subject_relations, subjects
 from kgqa.methods.kgfr.reach import beyond, next_to, past
 from kgqa.methods.kgfr.type_sets import type_lists
-from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words
+from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words, singular
 
 # instance typing only: a taxonomy's "is a" / "subclass of" (GO, UMLS) links classes, not answers to their kinds
 TYPE_RELATION = re.compile(r"(?:^|[/#:_ ])(?:type|instance[_ ]of|P31)$", re.IGNORECASE)
@@ -197,12 +197,14 @@ def _freebase_object_role(label: str) -> str | None:
 
 def _role_mismatch(sg: Subgraph, nouns: list[str], encoder) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Where the asked noun (or, for a kind of it, its genre: `role_words`) is what some relation's objects are called
-    ("which actors" and `starred_actors`): the nodes that are the object of no such relation in the subgraph."""
+    ("which actors" and `starred_actors`), in both numbers ("companies" reads like `industry` 0.76, "company" 0.71;
+    "actors" like `starred_actors` 0.81, "actor" 0.78): the nodes that are the object of no such relation in the subgraph."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     if sg.num_edges == 0:
         return mismatch
     roles = [object_role(label) for label in sg.relation_labels]
-    similarity = (encoder.encode(roles) @ encoder.encode(nouns).T).max(axis=1)
+    forms = encoder.encode([form for noun in nouns for form in (noun, singular(noun))])
+    similarity = (encoder.encode(roles) @ forms.T).reshape(len(roles), len(nouns), 2).min(axis=2).max(axis=1)
     top = float(similarity.max())
     if top < ROLE_MATCH_FLOOR:
         return mismatch
