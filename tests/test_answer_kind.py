@@ -363,6 +363,21 @@ def test_the_neighbour_a_question_names_on_the_way_is_read(probe, expected):
 
 
 @pytest.mark.parametrize("probe, expected", [
+    ("where were the people something knows born", ("people", "knows")),
+    ("which companies are based in the city where something was born", ("city", "born")),
+    ("what genres are the films something directed", ("films", "directed")),
+    ("list the films something directed", None),  # asks for the films themselves
+    ("who are the people something knows", None),
+    ("what genre is the film something in", None),  # no verb: the film is the topic
+    ("who directed the film something", None),
+])
+def test_the_neighbour_a_clause_of_the_topic_names_is_read_with_its_verb(probe, expected):
+    from kgqa.methods.kgfr.asked_kind import clause_neighbour
+
+    assert clause_neighbour(probe) == expected
+
+
+@pytest.mark.parametrize("probe, expected", [
     ("where is the employer of something's husband headquartered", "employer"),
     ("where does the company of the spouse of something have its headquarters", "company"),
     ("what is the birthplace of the founder of something's company", "founder"),  # the outermost noun is asked
@@ -498,6 +513,22 @@ def test_in_a_kg_without_types_the_named_neighbour_is_one_of_the_topics_kind(tmp
     assert first("where was something born") == "Strelsau"  # no neighbour named: her own
     mismatch = wrong_kind(sg, "in which city is something's employer based", TextEncoder())
     assert not mismatch[list(sg.node_labels).index("Hentzau")]
+
+
+def test_in_a_kg_without_types_a_clause_of_the_topic_names_a_neighbour_by_its_verb(tmp_path):
+    """"The people X knows", "the city where X was born": no noun reads like `knows` or `born_in`, the clause's verb
+    does; what the question asks of them lies past them. A question that asks for the clause's noun itself does not
+    demote it."""
+    lines = ["Ann|knows|Bob", "Ann|born_in|Strelsau", "Bob|born_in|Zenda", "Ann|works_for|Acme", "Acme|headquartered_in|Hentzau",
+             "Zenda Bank|headquartered_in|Strelsau"]
+    sg = subgraph_from_lines(tmp_path, "plain", lines, "Ann")
+    first = _first_of(sg, {"Strelsau": 100.0, "Acme": 90.0, "Bob": 80.0, "Zenda": 50.0, "Zenda Bank": 40.0, "Hentzau": 30.0})
+
+    assert first("where were the people something knows born") == "Zenda"
+    assert first("which companies are headquartered in the city where something was born") == "Zenda Bank"
+    assert first("where is the company something works for headquartered") == "Hentzau"
+    assert first("where was something born") == "Strelsau"  # no clause: her own
+    assert not wrong_kind(sg, "who are the people something knows", TextEncoder())[list(sg.node_labels).index("Bob")]
 
 
 def test_what_is_asked_of_the_neighbour_past_the_named_one_lies_past_that_one_too(tmp_path):

@@ -37,7 +37,7 @@ import torch
 
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, named_neighbour, other_nouns, outer_neighbour, role_words
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subject_relations, subjects
 from kgqa.methods.kgfr.reach import beyond, next_to, past
 from kgqa.methods.kgfr.type_sets import type_lists
@@ -49,6 +49,7 @@ TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much li
 # the asked noun must be (nearly) the word a relation's objects are called by: "actors" ~ "starred actors" 0.81,
 # "genres" ~ "genre" 0.91 count; "company" ~ "industry" 0.71 or "films" ~ "director" 0.56 do not
 ROLE_MATCH_FLOOR = 0.75
+VERB_FLOOR = 0.7  # a clause's verb must read this much like a relation's words to say it ("works" ~ `works for` 0.75, "married" ~ `spouse of` 0.69)
 NAMED_FLOOR = 0.6  # a candidate's type must read this much like that noun to be taken for the neighbour ("institution" ~ "university" 0.73)
 SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked one ("films" and "film")
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
@@ -238,9 +239,13 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
     to them, and every node the named ones do not reach within the subgraph's hops less one, not through a topic
     (`beyond`); where it names one past that one too ("the employer of X's husband"), that one likewise
     (`_outer_mismatch`). Nothing where the question names no neighbour, or names the asked kind again ("which films
-    share a director with the film X")."""
+    share a director with the film X"). In a KG without types a clause of the topic names one too ("the people X
+    knows", "the city where X was born": `clause_neighbour`), linked by the relation its verb reads like."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
-    noun = named_neighbour(probe)
+    noun, verb = named_neighbour(probe), None
+    clause = clause_neighbour(probe)
+    if clause is not None and noun in (None, clause[0]) and not typed()[0]:
+        noun, verb = clause
     if noun is None or asks_for_it(probe, asked):
         return mismatch
     if asked.noun is not None and asked.noun not in NAME_WORDS:
@@ -248,7 +253,7 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
         if float(named @ wanted) >= SAME_NOUN:
             return mismatch
     types, _ = typed()
-    like_named = _linked_as(sg, noun, encoder, types) or (_reads_as(types, noun, encoder) if types else {})
+    like_named = _linked_as(sg, noun, encoder, types, verb) or (_reads_as(types, noun, encoder) if types else {})
     if not like_named:
         return mismatch
     like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
@@ -290,13 +295,14 @@ def _other_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, already
     return mismatch if kept else np.zeros_like(mismatch)
 
 
-def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) -> dict[int, float]:  # type: ignore[no-untyped-def]
+def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]], verb: str | None = None) -> dict[int, float]:  # type: ignore[no-untyped-def]
     """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (its object word): "X's wife"
     is the one X is married to, not a friend another marriage makes a spouse. From the topic's side, else (a KG states a
     marriage once) from a neighbour sharing a type with it: not a job title whose `…/company` is the bank X. In a KG without
     types, only a neighbour of the topic's kind, from either side: one that is the subject of a relation the topic is the
     subject of too, besides the link (a spouse is born somewhere as X is; an occupation, whose `occupation` reads like
-    "employer" 0.65, is the subject of nothing)."""
+    "employer" 0.65, is the subject of nothing), or one linked by a relation whose words read like the `verb` of the
+    clause that names it (VERB_FLOOR: "knows" and `knows` 1.0, "born" and `born_in` 0.85, `birth_year` 0.62)."""
     roles = [_freebase_object_role(label) or object_role(label) for label in sg.relation_labels]
     reading = encoder.encode(roles) @ encoder.encode([noun])[0]
     subject, obj = fact_ends(sg)
@@ -304,14 +310,21 @@ def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]]) ->
     is_topic = np.zeros(sg.num_nodes, dtype=bool)
     is_topic[np.asarray(sg.topics, dtype=np.int64)] = True
     own = None if types else subject_relations(sg, np.unique(np.concatenate([subject[is_topic[obj]], obj[is_topic[subject]], sg.topics])))
+    said = encoder.encode([relation_words(label)[1] for label in sg.relation_labels]) @ encoder.encode([verb])[0] if verb and own is not None else None
     for near, far, from_neighbour in ((subject, obj, False), (obj, subject, True)):
         edges = np.flatnonzero(is_topic[near] & ~is_topic[far])
+        value = reading[relation[edges]]
         if own is not None:
-            edges = edges[[bool(own.get(int(far[e]), set()) & own.get(int(near[e]), set()) - {int(relation[e])}) for e in edges.tolist()]]
+            kin = np.asarray([bool(own.get(int(far[e]), set()) & own.get(int(near[e]), set()) - {int(relation[e])}) for e in edges.tolist()], dtype=bool)
+            value = np.where(kin, value, -np.inf)
+            if said is not None:
+                value = np.maximum(value, np.where(said[relation[edges]] >= VERB_FLOOR, said[relation[edges]], -np.inf))
+            edges, value = edges[value > -np.inf], value[value > -np.inf]
         elif from_neighbour:  # only a neighbour that shares a type with its topic
-            edges = edges[[bool(set(types.get(int(far[e]), ())) & set(types.get(int(near[e]), ()))) for e in edges.tolist()]]
+            keep = [bool(set(types.get(int(far[e]), ())) & set(types.get(int(near[e]), ()))) for e in edges.tolist()]
+            edges, value = edges[keep], value[keep]
         best = np.full(sg.num_nodes, -np.inf)
-        np.maximum.at(best, far[edges], reading[relation[edges]])
+        np.maximum.at(best, far[edges], value)
         if edges.size and best.max() >= NAMED_FLOOR:
             return {int(node): float(best[node]) for node in np.unique(far[edges])}
     return {}

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from kgqa.retrieval.linking import STOPWORDS
-from kgqa.retrieval.relation_text import TOPIC_MASK, singular
+from kgqa.retrieval.relation_text import PREPOSITIONS, TOPIC_MASK, singular
 
 _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
 QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
@@ -44,6 +44,10 @@ _DOMAIN_NOUNS = {"movie", "movies", "film", "films", "person", "people", "actor"
 _COPULA_NOUN = re.compile(r"\b(?:which|what)\s+[a-z\- ]*?\b(?:is|was|are|were)\s+the\s+([a-z][a-z\-]*)\s+of\b")
 _AFTER_ARTICLE = re.compile(r"\b(?:a|an|the|to|at|attend|attended|attends)\s+([a-z][a-z\-]{2,})")
 _RELATIVE_TO_TOPIC = re.compile(rf"\bthe ([a-z][a-z\-]*) (?:(?:who|that|which|where)(?: [a-z]+){{0,2}}|[a-z]+ing|married to) {TOPIC_MASK}\b")
+# "the people X knows", "the city where X was born", "the company X works for": a noun, then a clause of the topic's
+_CLAUSE = re.compile(rf"\bthe ([a-z][a-z\-]*) (?:(?:where|that|which|who|whom) )?{TOPIC_MASK} (?:(?:is|was|are|were|has|had|have|does|did|do) )?([a-z]+)")
+# "list the films X directed", "what are the films X directed": the clause's noun is what the question asks for
+_ASKS_FOR_CLAUSE = re.compile(r"^\W*(?:(?:who|what|which)\s+(?:is|are|was|were)\s+|(?:list|name|give|show|find|tell me)\s+(?:all\s+)?)?the [a-z\-]+ ")
 NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
 
@@ -102,6 +106,18 @@ def named_neighbour(probe: str) -> str | None:
     if match.group(1) is not None:
         return match.group(1) if match.group(2) not in STOPWORDS else None
     return match.group(3) or match.group(4)  # "X's spouse", "the spouse of X": the neighbour only where the question asks for another noun (`_neighbour_mismatch`)
+
+
+def clause_neighbour(probe: str) -> tuple[str, str] | None:
+    """The noun a clause of the topic names on the way to the answer, and the clause's verb: ("people", "knows") in
+    "where were the people X knows born", ("city", "born") in "which companies are based in the city where X was born",
+    ("company", "works") in "who founded the company X works for"; None where the question asks for that noun itself
+    ("list the films X directed") or says no verb (the probe: topics masked)."""
+    text = probe.lower()
+    match = _CLAUSE.search(text)
+    if match is None or match.group(2) in PREPOSITIONS | _AUXILIARIES | {"and", "or", "of"} or _ASKS_FOR_CLAUSE.match(text[:match.end(1) + 1]):
+        return None
+    return match.group(1), match.group(2)
 
 
 def outer_neighbour(probe: str) -> str | None:
