@@ -517,17 +517,18 @@ def test_in_a_kg_without_types_the_named_neighbour_is_one_of_the_topics_kind(tmp
 
 def test_in_a_kg_without_types_a_clause_of_the_topic_names_a_neighbour_by_its_verb(tmp_path):
     """"The people X knows", "the city where X was born": no noun reads like `knows` or `born_in`, the clause's verb
-    does; what the question asks of them lies past them. A question that asks for the clause's noun itself does not
-    demote it."""
+    does; what the question asks of them lies past them, and "where" asks for none of their kind (Carl, whom Bob
+    knows, is born somewhere as Bob is). A question that asks for the clause's noun itself does not demote it."""
     lines = ["Ann|knows|Bob", "Ann|born_in|Strelsau", "Bob|born_in|Zenda", "Ann|works_for|Acme", "Acme|headquartered_in|Hentzau",
-             "Zenda Bank|headquartered_in|Strelsau"]
+             "Zenda Bank|headquartered_in|Strelsau", "Bob|knows|Carl", "Carl|born_in|Hentzau"]
     sg = subgraph_from_lines(tmp_path, "plain", lines, "Ann")
-    first = _first_of(sg, {"Strelsau": 100.0, "Acme": 90.0, "Bob": 80.0, "Zenda": 50.0, "Zenda Bank": 40.0, "Hentzau": 30.0})
+    scores = {"Strelsau": 100.0, "Acme": 90.0, "Bob": 80.0, "Zenda": 50.0, "Zenda Bank": 40.0, "Hentzau": 30.0}
+    first = _first_of(sg, scores)
 
-    assert first("where were the people something knows born") == "Zenda"
     assert first("which companies are headquartered in the city where something was born") == "Zenda Bank"
     assert first("where is the company something works for headquartered") == "Hentzau"
     assert first("where was something born") == "Strelsau"  # no clause: her own
+    assert _first_of(sg, {**scores, "Carl": 95.0})("where were the people something knows born") == "Zenda"
     assert not wrong_kind(sg, "who are the people something knows", TextEncoder())[list(sg.node_labels).index("Bob")]
 
 

@@ -38,8 +38,9 @@ import torch
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words
-from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subject_relations, subjects
+from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subjects
 from kgqa.methods.kgfr.reach import beyond, next_to, past
+from kgqa.methods.kgfr.subject_kinds import same_kind, subject_relations
 from kgqa.methods.kgfr.type_sets import type_lists
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words, singular
 
@@ -260,8 +261,10 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
     for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
         mismatch[node] = sg.node_hop[node] == 1 and value >= NAMED_FLOOR and value > like_asked.get(node, -1.0)
     if mismatch.any():
-        through = next_to(sg, mismatch)
+        named, through = np.flatnonzero(mismatch), next_to(sg, mismatch)
         mismatch |= past(sg, mismatch, through)
+        if asked.place and not types:  # "where" asks for no node of the named one's kind (no types say who is a person)
+            mismatch |= same_kind(sg, named)
         if (outer := outer_neighbour(probe)) is not None:  # "the employer of X's husband": the husband's employer is on the way too
             mismatch |= _outer_mismatch(sg, through, _reads_as(types, outer, encoder), like_asked)
     return mismatch

@@ -43,17 +43,6 @@ def subjects(sg: Subgraph) -> np.ndarray:
     return out
 
 
-def subject_relations(sg: Subgraph, nodes: np.ndarray) -> dict[int, set[int]]:
-    """Each of `nodes` → the relations it is the subject of in the subgraph: in a KG without types, what stands for its
-    kind (a person is born somewhere and works somewhere, a city is located in a country)."""
-    subject, _ = fact_ends(sg)
-    keep = np.isin(subject, nodes)
-    out: dict[int, set[int]] = {}
-    for node, relation in zip(subject[keep].tolist(), (np.asarray(sg.edge_type)[keep] // 2).tolist()):
-        out.setdefault(node, set()).add(relation)
-    return out
-
-
 def literal_nodes(sg: Subgraph) -> list[str | None]:
     """Each node's literal kind: a label that reads as a year, date or number, of a node that is no
     fact's subject (the year 2012 is only ever an object); "either" for such a label on a subject (a
