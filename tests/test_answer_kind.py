@@ -532,6 +532,20 @@ def test_in_a_kg_without_types_a_clause_of_the_topic_names_a_neighbour_by_its_ve
     assert not wrong_kind(sg, "who are the people something knows", TextEncoder())[list(sg.node_labels).index("Bob")]
 
 
+def test_who_the_topic_does_something_to_is_asked_with_do_not_who_does_it_to_the_topic(tmp_path):
+    """"Who does X know": whom Ann knows (Bob), not who knows Ann (Carl), however the scorer prefers Carl; "who knows
+    X" reads no direction; a topic that knows nobody here demotes no one."""
+    sg = subgraph_from_lines(tmp_path, "plain", ["Ann|knows|Bob", "Carl|knows|Ann", "Carl|knows|Dora"], "Ann")
+    first = _first_of(sg, {"Carl": 100.0, "Bob": 50.0})
+
+    assert first("who does something know") == "Bob"
+    assert first("whom did something know") == "Bob"
+    assert first("who knows something") == "Carl"
+    (tmp_path / "alone").mkdir()
+    alone = subgraph_from_lines(tmp_path / "alone", "plain", ["Carl|knows|Ann", "Carl|knows|Dora"], "Ann")
+    assert not wrong_kind(alone, "who does something know", TextEncoder()).any()
+
+
 def test_what_is_asked_of_the_neighbour_past_the_named_one_lies_past_that_one_too(tmp_path):
     """"Where is the employer of X's husband headquartered": not the employer (the path's second node), not
     X's own employer's city, but the city of the husband's employer."""

@@ -37,6 +37,7 @@ import torch
 
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
+from kgqa.methods.kgfr.asked_direction import VERB_FLOOR, wrong_direction
 from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subjects
 from kgqa.methods.kgfr.reach import beyond, next_to, past
@@ -50,7 +51,6 @@ TYPE_MATCH_FLOOR = 0.5  # the best typed candidate's type must read this much li
 # the asked noun must be (nearly) the word a relation's objects are called by: "actors" ~ "starred actors" 0.81,
 # "genres" ~ "genre" 0.91 count; "company" ~ "industry" 0.71 or "films" ~ "director" 0.56 do not
 ROLE_MATCH_FLOOR = 0.75
-VERB_FLOOR = 0.7  # a clause's verb must read this much like a relation's words to say it ("works" ~ `works for` 0.75, "married" ~ `spouse of` 0.69)
 NAMED_FLOOR = 0.6  # a candidate's type must read this much like that noun to be taken for the neighbour ("institution" ~ "university" 0.73)
 SAME_NOUN = 0.8  # a neighbour's noun this close to the asked noun is the asked one ("films" and "film")
 STORE_TYPED = 50  # the best-scored candidates the store is asked the subject relations of (Freebase-named KGs)
@@ -371,6 +371,8 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
         mismatch |= _persons(sg, encoder, typed)
     elif asked.literal == "entity" and asked.noun is None and WHO.search(probe.lower()) and not node_types(sg)[0]:
         mismatch |= _works(sg)
+    if encoder is not None:
+        mismatch |= wrong_direction(sg, probe, encoder)
     if asked.literal == "entity" and encoder is not None:
         mismatch |= _neighbour_mismatch(sg, asked, probe, encoder, typed)
         if asked.noun is not None:

@@ -48,6 +48,8 @@ _RELATIVE_TO_TOPIC = re.compile(rf"\bthe ([a-z][a-z\-]*) (?:(?:who|that|which|wh
 _CLAUSE = re.compile(rf"\bthe ([a-z][a-z\-]*) (?:(?:where|that|which|who|whom) )?{TOPIC_MASK} (?:(?:is|was|are|were|has|had|have|does|did|do) )?([a-z]+)")
 # "list the films X directed", "what are the films X directed": the clause's noun is what the question asks for
 _ASKS_FOR_CLAUSE = re.compile(r"^\W*(?:(?:who|what|which)\s+(?:is|are|was|were)\s+|(?:list|name|give|show|find|tell me)\s+(?:all\s+)?)?the [a-z\-]+ ")
+# "who does X know", "which company does X work for": the topic is the one who does what the verb says
+_DO_SUPPORT = re.compile(rf"^\W*(?:who|whom|what|which)(?: [a-z\-]+){{0,2}}\s+(?:do|does|did)\s+{TOPIC_MASK}\s+([a-z]+)")
 NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
 
@@ -118,6 +120,13 @@ def clause_neighbour(probe: str) -> tuple[str, str] | None:
     if match is None or match.group(2) in PREPOSITIONS | _AUXILIARIES | {"and", "or", "of"} or _ASKS_FOR_CLAUSE.match(text[:match.end(1) + 1]):
         return None
     return match.group(1), match.group(2)
+
+
+def subject_verb(probe: str) -> str | None:
+    """The verb a question says its topic does, asked with "do": "know" in "who does X know", "work" in "which company
+    does X work for"; None in "who knows X" or "who directed X" (the probe: topics masked)."""
+    match = _DO_SUPPORT.match(probe.lower())
+    return match.group(1) if match is not None and match.group(1) not in _AUXILIARIES else None
 
 
 def outer_neighbour(probe: str) -> str | None:
