@@ -19,8 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from collections import defaultdict
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from metaqa_free_words import read_kb  # noqa: E402  ((subject, relation) → objects, (object, ~relation) → subjects)
+
+Facts = dict[tuple[str, str], set[str]]
 
 EMPLOYER_CITY = ["where is the company {} works for headquartered", "in which city is {}'s employer based", "where is the employer of {} located"]
 SPOUSE_BIRTHPLACE = ["where was the spouse of {} born", "in which city was {}'s wife born"]
@@ -34,46 +39,40 @@ RELATIONS = {  # kind → phrasings
 }
 
 
-def read_facts(path: Path) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], list[str]]]:
-    """(subject, relation) → objects and (object, relation) → subjects, in file order."""
-    out: dict[tuple[str, str], list[str]] = defaultdict(list)
-    into: dict[tuple[str, str], list[str]] = defaultdict(list)
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            head, relation, tail = line.rstrip("\n").split("\t")
-            out[(head, relation)].append(tail)
-            into[(tail, relation)].append(head)
-    return out, into
+def _only(kb: Facts, node: str, relation: str) -> str | None:
+    """The one object of (node, relation), or None where there are none or several."""
+    found = kb.get((node, relation), set())
+    return next(iter(found)) if len(found) == 1 else None
 
 
-def two_hop(out: dict, seed: int = 5) -> list[dict]:
-    people = [head for (head, relation), tails in out.items() if relation == "works_for" and tails]
+def two_hop(kb: Facts, seed: int = 5) -> list[dict]:
+    people = [head for (head, relation) in kb if relation == "works_for"]
     random.Random(seed).shuffle(people)
     rows: list[dict] = []
     for person in people:  # the employer's city: one employer with one headquarters
-        company = out[(person, "works_for")]
-        city = out[(company[0], "headquartered_in")] if len(company) == 1 else []
-        if len(city) == 1:
-            rows.append({"question": EMPLOYER_CITY[len(rows) % 3].format(person), "answers": city, "topics": [person], "hop": 2})
+        company = _only(kb, person, "works_for")
+        city = _only(kb, company, "headquartered_in") if company else None
+        if city:
+            rows.append({"question": EMPLOYER_CITY[len(rows) % 3].format(person), "answers": [city], "topics": [person], "hop": 2})
         if len(rows) == 30:
             break
     n = 0
     for person in people:  # the spouse's birthplace: the marriage as stated from the person's side
-        spouse = out[(person, "spouse_of")]
-        born = out[(spouse[0], "born_in")] if len(spouse) == 1 else []
-        if len(born) == 1:
-            rows.append({"question": SPOUSE_BIRTHPLACE[n % 2].format(person), "answers": born, "topics": [person], "hop": 2})
+        spouse = _only(kb, person, "spouse_of")
+        born = _only(kb, spouse, "born_in") if spouse else None
+        if born:
+            rows.append({"question": SPOUSE_BIRTHPLACE[n % 2].format(person), "answers": [born], "topics": [person], "hop": 2})
             n += 1
         if n == 20:
             break
     return rows
 
 
-def relations(out: dict, into: dict, seed: int = 9, per_kind: int = 15) -> list[dict]:
+def relations(kb: Facts, seed: int = 9, per_kind: int = 15) -> list[dict]:
     rng = random.Random(seed)
-    people = sorted({head for (head, relation), tails in out.items() if relation == "works_for" and tails})
+    people = sorted({head for (head, relation) in kb if relation == "works_for"})
     rng.shuffle(people)
-    companies = sorted({head for (head, relation), tails in out.items() if relation == "headquartered_in" and tails})
+    companies = sorted({head for (head, relation) in kb if relation == "headquartered_in"})
     rng.shuffle(companies)
     rows: list[dict] = []
 
@@ -88,22 +87,21 @@ def relations(out: dict, into: dict, seed: int = 9, per_kind: int = 15) -> list[
             if n == per_kind:
                 return
 
-    def knows_born(person: str) -> list[str]:
-        known = out[(person, "knows")]
-        born = [city for other in known for city in out[(other, "born_in")]]
-        return born if known and born and len(set(born)) <= 3 else []
+    def knows_born(person: str) -> set[str]:
+        born = {city for other in kb.get((person, "knows"), ()) for city in kb.get((other, "born_in"), ())}
+        return born if len(born) <= 3 else set()
 
-    def colleagues(person: str) -> list[str]:
-        company = out[(person, "works_for")]
-        others = [other for other in into[(company[0], "works_for")] if other != person] if len(company) == 1 else []
-        return others if len(others) <= 20 else []
+    def colleagues(person: str) -> set[str]:
+        company = _only(kb, person, "works_for")
+        others = kb.get((company, "~works_for"), set()) - {person} if company else set()
+        return others if len(others) <= 20 else set()
 
-    def born_hq(person: str) -> list[str]:
-        born = out[(person, "born_in")]
-        return into[(born[0], "headquartered_in")] if len(born) == 1 else []
+    def born_hq(person: str) -> set[str]:
+        born = _only(kb, person, "born_in")
+        return kb.get((born, "~headquartered_in"), set()) if born else set()
 
-    ask("hq", 1, companies, lambda company: out[(company, "headquartered_in")])
-    ask("knows", 1, people, lambda person: out[(person, "knows")])
+    ask("hq", 1, companies, lambda company: kb.get((company, "headquartered_in"), set()))
+    ask("knows", 1, people, lambda person: kb.get((person, "knows"), set()))
     ask("knows_born", 2, people, knows_born)
     ask("colleagues", 2, people, colleagues)
     ask("born_hq", 2, people, born_hq)
@@ -115,9 +113,9 @@ def main() -> int:
     ap.add_argument("--kg", type=Path, required=True, help="bench/scale_kg.py's TSV")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    out, into = read_facts(args.kg)
+    kb = read_kb(args.kg, "\t")
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, rows in (("scale-words-2hop.jsonl", two_hop(out)), ("scale-words-relations.jsonl", relations(out, into))):
+    for name, rows in (("scale-words-2hop.jsonl", two_hop(kb)), ("scale-words-relations.jsonl", relations(kb))):
         (args.out / name).write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         print(f"{args.out / name}: {len(rows)} questions")
     return 0
