@@ -606,3 +606,31 @@ def test_a_candidate_that_reads_as_another_noun_of_the_question_lies_on_the_way(
     assert first("which university did something attend") == "University of Zenda"  # the noun asked for
     no_university = _first_of(subgraph_from_lines(tmp_path, "jobs", EMPLOYERS, "Ann"), {"Strelsau": 90.0, "Zenda": 50.0})
     assert no_university("which city was something born in") == "Strelsau"  # no other noun: her own city stays first
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_who_asks_for_someone_named_with_capitals_not_a_common_noun(tmp_path, typed):
+    """"Who employs X": the company, not X's occupation, however the scorer prefers it, with types or without; "who
+    is X" may ask what X is, and a question that is no "who" is not read so; a KG of lower-case labels shows nothing."""
+    lines = ["Ann|works_for|Acme", "Ann|occupation|carpenter", "Acme|headquartered_in|Zenda", "Ann|born_in|Zenda"]
+    lines += ["Ann|type|person", "Acme|type|company", "carpenter|type|profession"] if typed else []
+    sg = subgraph_from_lines(tmp_path, "named", lines, "Ann")
+    first = _first_of(sg, {"carpenter": 100.0, "Acme": 50.0, "Zenda": 10.0})
+
+    assert first("who employs something") == "Acme"
+    assert first("who does something work for") == "Acme"
+    assert first("who is something") == "carpenter"
+    assert first("what does something do for a living") == "carpenter"
+    (tmp_path / "lower").mkdir()
+    lower = subgraph_from_lines(tmp_path / "lower", "lower", [line.lower() for line in lines], "ann")
+    assert not wrong_kind(lower, "who employs something", TextEncoder()).any()
+
+
+def test_who_is_the_topic_reads_as_a_description_but_not_its_possessive():
+    from kgqa.methods.kgfr.proper_names import describes_topic
+
+    assert describes_topic("who was something?")
+    assert describes_topic("Who is something and what did he do")
+    assert not describes_topic("who is something's wife")
+    assert not describes_topic("who is the director of something")
+    assert not describes_topic("who employs something")

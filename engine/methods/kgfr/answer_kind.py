@@ -23,8 +23,9 @@ By literals and types, a candidate whose kind is unknown is never penalised; whe
 relation's objects, every candidate that is none of them is. "Where" names no kind, but it never
 asks for a person: a person-typed candidate loses. "Who" names no kind either, but in a KG without types
 it never asks for a work: the subject of a fact whose relation names its object's agent (a film
-`directed_by` someone) loses unless some fact of the subgraph has it as its object. The gate does nothing unless the subgraph holds
-candidates of both the asked and another kind."""
+`directed_by` someone) loses unless some fact of the subgraph has it as its object; in any KG of cased labels, nor for
+a common noun ("carpenter": kgfr/proper_names.py). The gate does nothing unless the subgraph holds candidates of both
+the asked and another kind."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_direction import VERB_FLOOR, wrong_direction
 from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subjects
+from kgqa.methods.kgfr.proper_names import describes_topic, uncased
 from kgqa.methods.kgfr.reach import beyond, next_to, past
 from kgqa.methods.kgfr.subject_kinds import same_kind, subject_relations
 from kgqa.methods.kgfr.type_sets import type_lists
@@ -369,8 +371,9 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
             mismatch |= found & ~_own_kind(sg, asked.noun, encoder, subject_relations) if found.any() else by_type()
     elif asked.place and encoder is not None:
         mismatch |= _persons(sg, encoder, typed)
-    elif asked.literal == "entity" and asked.noun is None and WHO.search(probe.lower()) and not node_types(sg)[0]:
-        mismatch |= _works(sg)
+    elif asked.literal == "entity" and asked.noun is None and WHO.search(probe.lower()):
+        mismatch |= _works(sg) if not node_types(sg)[0] else mismatch
+        mismatch |= uncased(sg) if not describes_topic(probe) else mismatch  # a common noun is no one (kgfr/proper_names.py)
     if encoder is not None:
         mismatch |= wrong_direction(sg, probe, encoder)
     if asked.literal == "entity" and encoder is not None:
