@@ -627,10 +627,41 @@ def test_who_asks_for_someone_named_with_capitals_not_a_common_noun(tmp_path, ty
 
 
 def test_who_is_the_topic_reads_as_a_description_but_not_its_possessive():
-    from kgqa.methods.kgfr.proper_names import describes_topic
+    from kgqa.methods.kgfr.asked_kind import where_is_neighbour
+    from kgqa.methods.kgfr.asked_who import describes_topic
 
     assert describes_topic("who was something?")
     assert describes_topic("Who is something and what did he do")
     assert not describes_topic("who is something's wife")
     assert not describes_topic("who is the director of something")
     assert not describes_topic("who employs something")
+    assert where_is_neighbour("where is the headquarters of something")
+    assert where_is_neighbour("where is something's birthplace?")
+    assert not where_is_neighbour("where is the employer of something located")
+    assert not where_is_neighbour("where was the spouse of something born")
+
+
+def test_in_a_kg_without_types_a_neighbour_named_by_its_links_own_word_need_only_be_an_entity(tmp_path):
+    """"Where was the founder of X born": the founder shares no relation with the company X, but `founded_by` names
+    him, and he is the subject of facts of his own, so the company's own city loses however the scorer prefers it.
+    A director named so in a KB that states facts of films only (MetaQA's) is the subject of nothing, and is no
+    neighbour on the way: "what genres does the director of X work in" keeps X's own genre."""
+    lines = ["Acme|founded_by|Bob", "Acme|headquartered_in|Strelsau", "Bob|born_in|Zenda", "Zenda|located_in|Ruritania",
+             "Strelsau|located_in|Ruritania"]
+    sg = subgraph_from_lines(tmp_path, "founders", lines, "Acme")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["Acme"]] = float("-inf")
+    scores[index["Strelsau"]], scores[index["Zenda"]] = 100.0, 50.0
+
+    def first(probe: str) -> str:
+        ranked, _ = demote_wrong_kind(scores, sg, probe, TextEncoder())
+        return sg.node_labels[int(torch.argmax(ranked))]
+    assert first("where was the founder of something born") == "Zenda"
+    assert first("where is the headquarters of something") == "Strelsau"  # the place its link names is what is asked
+
+    (tmp_path / "films").mkdir()
+    films = ["Kismet|directed_by|William Dieterle", "Kismet|has_genre|Drama", "Juarez|directed_by|William Dieterle", "Juarez|has_genre|History"]
+    sg = subgraph_from_lines(tmp_path / "films", "films", films, "Kismet")
+    mismatch = wrong_kind(sg, "what genres does the director of something work in", TextEncoder())
+    assert not mismatch[list(sg.node_labels).index("Drama")]

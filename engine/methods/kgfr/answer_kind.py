@@ -24,7 +24,7 @@ relation's objects, every candidate that is none of them is. "Where" names no ki
 asks for a person: a person-typed candidate loses. "Who" names no kind either, but in a KG without types
 it never asks for a work: the subject of a fact whose relation names its object's agent (a film
 `directed_by` someone) loses unless some fact of the subgraph has it as its object; in any KG of cased labels, nor for
-a common noun ("carpenter": kgfr/proper_names.py). The gate does nothing unless the subgraph holds candidates of both
+a common noun ("carpenter": kgfr/asked_who.py). The gate does nothing unless the subgraph holds candidates of both
 the asked and another kind."""
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ import torch
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_direction import VERB_FLOOR, wrong_direction
-from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words, where_is_neighbour
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, subjects
-from kgqa.methods.kgfr.proper_names import describes_topic, uncased
+from kgqa.methods.kgfr.asked_who import describes_topic, uncased, works
 from kgqa.methods.kgfr.reach import beyond, next_to, past
-from kgqa.methods.kgfr.subject_kinds import same_kind, subject_relations
+from kgqa.methods.kgfr.subject_kinds import of_kind, same_kind, subject_relations
 from kgqa.methods.kgfr.type_sets import type_lists
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words, singular
 
@@ -219,22 +219,6 @@ def _role_mismatch(sg: Subgraph, nouns: list[str], encoder) -> np.ndarray:  # ty
     return mismatch
 
 
-def _works(sg: Subgraph) -> np.ndarray:
-    """In a KG without types, what a "who" question cannot ask for: the subject of a fact whose
-    relation names its object's agent (a film `directed_by` or `written_by` someone) that is the object of
-    no fact of the subgraph. "Who directed the scripts X wrote" is answered by the director, not by the
-    script X wrote; a company that someone `works_for` is an object, and keeps its place ("who does X
-    work for")."""
-    agent = [kind == "passive" and agent_noun(words) is not None for kind, words in map(relation_words, sg.relation_labels)]
-    mismatch = np.zeros(sg.num_nodes, dtype=bool)
-    if sg.num_edges == 0 or not any(agent):
-        return mismatch
-    subject, obj = fact_ends(sg)
-    mismatch[subject[np.asarray(agent)[np.asarray(sg.edge_type) // 2]]] = True
-    mismatch[obj] = False
-    return mismatch
-
-
 def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typed: Typed) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The typed nodes that read as the neighbour the question names on the way to its answer (the company, for "who
     founded the company X works for"): one hop from a topic, their best type reads like that noun (NAMED_FLOOR) and
@@ -243,7 +227,8 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
     (`beyond`); where it names one past that one too ("the employer of X's husband"), that one likewise
     (`_outer_mismatch`). Nothing where the question names no neighbour, or names the asked kind again ("which films
     share a director with the film X"). In a KG without types a clause of the topic names one too ("the people X
-    knows", "the city where X was born": `clause_neighbour`), linked by the relation its verb reads like."""
+    knows", "the city where X was born": `clause_neighbour`), linked by the relation its verb reads like. "Where is the
+    headquarters of X" asks for the neighbour itself where its link's word is the noun's own (ROLE_MATCH_FLOOR)."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun, verb = named_neighbour(probe), None
     clause = clause_neighbour(probe)
@@ -257,7 +242,7 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
             return mismatch
     types, _ = typed()
     like_named = _linked_as(sg, noun, encoder, types, verb) or (_reads_as(types, noun, encoder) if types else {})
-    if not like_named:
+    if not like_named or (where_is_neighbour(probe) and max(like_named.values()) >= ROLE_MATCH_FLOOR):  # the place its link names
         return mismatch
     like_asked = _reads_as(types, asked.noun, encoder) if asked.noun else {}
     for node, value in like_named.items():  # "X's N" is one hop from X: what lies farther is not it ("industry" ~ "company" 0.71)
@@ -304,10 +289,10 @@ def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]], ve
     """The topics' one-hop neighbours → how much a relation linking them to a topic reads like `noun` (its object word): "X's wife"
     is the one X is married to, not a friend another marriage makes a spouse. From the topic's side, else (a KG states a
     marriage once) from a neighbour sharing a type with it: not a job title whose `…/company` is the bank X. In a KG without
-    types, only a neighbour of the topic's kind, from either side: one that is the subject of a relation the topic is the
-    subject of too, besides the link (a spouse is born somewhere as X is; an occupation, whose `occupation` reads like
-    "employer" 0.65, is the subject of nothing), or one linked by a relation whose words read like the `verb` of the
-    clause that names it (VERB_FLOOR: "knows" and `knows` 1.0, "born" and `born_in` 0.85, `birth_year` 0.62)."""
+    types, only a neighbour of the topic's kind or, where the link's word is the noun's own (ROLE_MATCH_FLOOR), an entity,
+    from either side (`of_kind`: a spouse is born somewhere as X is, X's birthplace is located somewhere; an occupation,
+    whose `occupation` reads like "employer" 0.65, is the subject of nothing), or one linked by a relation whose words
+    read like the clause's `verb` that names it (VERB_FLOOR: "knows" and `knows` 1.0, "born" and `born_in` 0.85)."""
     roles = [_freebase_object_role(label) or object_role(label) for label in sg.relation_labels]
     reading = encoder.encode(roles) @ encoder.encode([noun])[0]
     subject, obj = fact_ends(sg)
@@ -320,8 +305,7 @@ def _linked_as(sg: Subgraph, noun: str, encoder, types: dict[int, list[str]], ve
         edges = np.flatnonzero(is_topic[near] & ~is_topic[far])
         value = reading[relation[edges]]
         if own is not None:
-            kin = np.asarray([bool(own.get(int(far[e]), set()) & own.get(int(near[e]), set()) - {int(relation[e])}) for e in edges.tolist()], dtype=bool)
-            value = np.where(kin, value, -np.inf)
+            value = np.where(of_kind(own, near[edges], far[edges], relation[edges], value >= ROLE_MATCH_FLOOR), value, -np.inf)
             if said is not None:
                 value = np.maximum(value, np.where(said[relation[edges]] >= VERB_FLOOR, said[relation[edges]], -np.inf))
             edges, value = edges[value > -np.inf], value[value > -np.inf]
@@ -372,8 +356,8 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
     elif asked.place and encoder is not None:
         mismatch |= _persons(sg, encoder, typed)
     elif asked.literal == "entity" and asked.noun is None and WHO.search(probe.lower()):
-        mismatch |= _works(sg) if not node_types(sg)[0] else mismatch
-        mismatch |= uncased(sg) if not describes_topic(probe) else mismatch  # a common noun is no one (kgfr/proper_names.py)
+        mismatch |= works(sg) if not node_types(sg)[0] else mismatch
+        mismatch |= uncased(sg) if not describes_topic(probe) else mismatch  # a common noun is no one (kgfr/asked_who.py)
     if encoder is not None:
         mismatch |= wrong_direction(sg, probe, encoder)
     if asked.literal == "entity" and encoder is not None:

@@ -37,6 +37,8 @@ _CHAIN = re.compile(rf"((?:\bthe [a-z][a-z\-]* of )+)(?:the [a-z][a-z\-]* of {TO
 _COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:the\s+names?\s+of\s+)?(?:{TOPIC_MASK}['’]s |the [a-z\-]+ {TOPIC_MASK} |the [a-z\-]+ (?:of|behind) {TOPIC_MASK}\b)")
 # "which city is X's birthplace": the possessive ends the question, and is what it asks for whatever its noun
 _ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
+# "where is the headquarters of X": where the neighbour the question ends on is (kgfr/answer_kind.py: it may be that place)
+_WHERE_IS_NEIGHBOUR = re.compile(rf"^\W*where\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
 _TIME_ZONE = re.compile(r"\btime ?zones?\b")
 # nouns the linker treats as stopwords that may still name an entity on the way ("the person who founded X")
 _DOMAIN_NOUNS = {"movie", "movies", "film", "films", "person", "people", "actor", "actors", "actress", "director", "directors", "writer",
@@ -173,6 +175,12 @@ def asks_for_it(probe: str, asked: AskedKind) -> bool:
     text = probe.lower()
     return _ENDS_ON_NEIGHBOUR.match(text) is not None or (
         (asked.noun is None or asked.noun in NAME_WORDS) and _COPULA_NEIGHBOUR.match(text) is not None)
+
+
+def where_is_neighbour(probe: str) -> bool:
+    """Whether the question asks where the neighbour it names is, and ends there: "where is the headquarters of X",
+    "where is X's birthplace" (the probe: topics masked)."""
+    return _WHERE_IS_NEIGHBOUR.match(probe.lower()) is not None
 
 
 def role_words(noun: str, category: bool) -> list[str]:

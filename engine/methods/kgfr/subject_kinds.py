@@ -32,3 +32,16 @@ def same_kind(sg: Subgraph, named: np.ndarray) -> np.ndarray:
     subject, _ = fact_ends(sg)
     out[subject[np.isin(np.asarray(sg.edge_type) // 2, sorted(shared))]] = True
     return out
+
+
+def of_kind(own: dict[int, set[int]], near: np.ndarray, far: np.ndarray, relation: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """Per link (`near` to `far` by `relation`; `own`: `subject_relations` of both ends): whether `far` is of `near`'s kind,
+    the subject of a relation `near` is the subject of too, besides the link; or, where the link's word names it
+    (`named`: "birthplace" and `born_in` 0.75, "founder" and `founded_by`), whether it is an entity at all, the subject
+    of some relation besides the link: a city is located somewhere, while an occupation, or a MetaQA director (that KB
+    states facts of films only), is the subject of nothing."""
+    out = []
+    for a, b, r, by_name in zip(near.tolist(), far.tolist(), relation.tolist(), named.tolist()):
+        theirs = own.get(b, set()) - {r}
+        out.append(bool(theirs & own.get(a, set())) or (by_name and bool(theirs)))
+    return np.asarray(out, dtype=bool)
