@@ -665,3 +665,20 @@ def test_in_a_kg_without_types_a_neighbour_named_by_its_links_own_word_need_only
     sg = subgraph_from_lines(tmp_path / "films", "films", films, "Kismet")
     mismatch = wrong_kind(sg, "what genres does the director of something work in", TextEncoder())
     assert not mismatch[list(sg.node_labels).index("Drama")]
+
+
+def test_a_question_asked_yes_or_no_is_declined_unless_it_names_its_best_candidate(tmp_path):
+    """No entity answers "was Kismet nominated for an oscar"; MetaQA asks "is X considered good" for the tag "good"."""
+    from kgqa import Engine
+    from kgqa.methods.kgfr.asked_kind import asks_yes_or_no, names
+
+    assert asks_yes_or_no("was Kismet nominated for an oscar") and asks_yes_or_no("Does Kismet have a sequel?")
+    assert not asks_yes_or_no("do you know who directed Kismet")  # a wh-word follows: asked for an entity
+    assert not asks_yes_or_no("Is whistler mountain in Stephen Harper's district and where is that?")
+    assert names("is Kismet considered good", "good") and not names("is Kismet considered goodish", "good")
+    lines = ["Kismet|directed_by|William Dieterle", "Kismet|has_tags|good", "Kismet|release_year|1944", "Juarez|directed_by|William Dieterle"]
+    with Engine(store_from_lines(tmp_path, "films", lines), "kgfr", kg="films") as engine:
+        oscar = engine.ask("was Kismet nominated for an oscar", topics=["Kismet"])
+        assert not oscar.answers and "yes or no" in oscar.declined
+        assert engine.ask("was Kismet nominated for an oscar", topics=["Kismet"], decline_below=0).answers  # declining off: the ranking
+        assert "yes or no" not in (engine.ask("who directed Kismet", topics=["Kismet"]).declined or "")

@@ -7,7 +7,8 @@ such group (the path that won the candidate its reading; its last fact leads the
 directed shortest paths in the subgraph from each topic entity to the candidate (eq. 12, which
 goes from the candidate: read here from the topic, as the question is). Each answer carries a confidence
 (kgfr/confidence.py); below the checkpoint's calibrated threshold the answer is declined and the
-candidates stay as the closest evidence.
+candidates stay as the closest evidence. A question asked yes or no ("was X nominated for an oscar") is declined
+too, unless the question names its best candidate (MetaQA's "is X considered good": the tag "good").
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kgqa.retrieval.text import TextEncoder
 from kgqa.methods.kgfr.absent_path import absent_reading
 from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
+from kgqa.methods.kgfr.asked_kind import asks_yes_or_no, names
 from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
 from kgqa.methods.kgfr.literal_kind import missing_number
 from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
@@ -155,6 +157,9 @@ class KGFRAnswerer:
             declined = "the subgraph around the topic entities holds nothing else to answer with"
         elif self.answer_kind and self.decline_below > 0 and missing_number(sg, probe):
             declined = f"the question asks for a number and the subgraph around the topic entities holds none (closest: {candidates[0].label})"
+            answers = []
+        elif self.decline_below > 0 and asks_yes_or_no(question) and not names(question, candidates[0].label):  # "is X considered good": "good"
+            declined = f"the question asks yes or no, and without an LLM kgfr answers only with the KG's entities (closest: {candidates[0].label})"
             answers = []
         elif self.decline_below > 0 and absent is not None and absent.margin >= margin:  # absent: only where a margin is set
             named = " and ".join(str(t["label"]) for t in topic_info)

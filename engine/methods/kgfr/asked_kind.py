@@ -52,6 +52,9 @@ _CLAUSE = re.compile(rf"\bthe ([a-z][a-z\-]*) (?:(?:where|that|which|who|whom) )
 _ASKS_FOR_CLAUSE = re.compile(r"^\W*(?:(?:who|what|which)\s+(?:is|are|was|were)\s+|(?:list|name|give|show|find|tell me)\s+(?:all\s+)?)?the [a-z\-]+ ")
 # "who does X know", "which company does X work for": the topic is the one who does what the verb says
 _DO_SUPPORT = re.compile(rf"^\W*(?:who|whom|what|which)(?: [a-z\-]+){{0,2}}\s+(?:do|does|did)\s+{TOPIC_MASK}\s+([a-z]+)")
+# "was X nominated for an oscar", "is there a sequel to X", "did X direct Y": asked yes or no; not "do you know who …"
+_POLAR = re.compile(r"^\W*(?:is|was|are|were|did|does|do|has|have|had)\s")
+_WH_WORD = re.compile(r"\b(?:who|whom|whose|what|which|where|when|why|how)\b")
 NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
 
@@ -175,6 +178,18 @@ def asks_for_it(probe: str, asked: AskedKind) -> bool:
     text = probe.lower()
     return _ENDS_ON_NEIGHBOUR.match(text) is not None or (
         (asked.noun is None or asked.noun in NAME_WORDS) and _COPULA_NEIGHBOUR.match(text) is not None)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether the question is asked yes or no: it opens with an auxiliary and no wh-word follows ("was X nominated
+    for an oscar"; not "is X in Y's district and where is that", nor "do you know who directed X")."""
+    text = question.lower()
+    return _POLAR.match(text) is not None and _WH_WORD.search(text) is None
+
+
+def names(question: str, label: str) -> bool:
+    """Whether the question says the label, as words of its own ("good" in "is X considered good")."""
+    return re.search(rf"(?<!\w){re.escape(label.lower())}(?!\w)", question.lower()) is not None
 
 
 def where_is_neighbour(probe: str) -> bool:
