@@ -682,3 +682,25 @@ def test_a_question_asked_yes_or_no_is_declined_unless_it_names_its_best_candida
         assert not oscar.answers and "yes or no" in oscar.declined
         assert engine.ask("was Kismet nominated for an oscar", topics=["Kismet"], decline_below=0).answers  # declining off: the ranking
         assert "yes or no" not in (engine.ask("who directed Kismet", topics=["Kismet"]).declined or "")
+
+
+def test_a_question_asked_yes_or_no_of_two_entities_is_answered_yes_where_a_fact_of_the_relation_it_names_links_them(tmp_path):
+    """"Was Kismet directed by William Dieterle": yes, with the fact; asked from either side. "Was Kismet written by
+    William Dieterle": the KG links them only by `directed_by`, and holds `written_by` (for a film this subgraph does
+    not reach): declined, naming the link. Two entities the KG does not link: declined."""
+    from kgqa import Engine
+    from kgqa.methods.kgfr.polar import subject_probe
+
+    assert subject_probe("did Ronald Colman act in Kismet?", [{"query": "Kismet"}, {"query": "Ronald Colman"}]) == (1, "did something act in?")
+    assert subject_probe("was Kismet released", [{"query": "Kismet"}]) is None
+    lines = ["Kismet|directed_by|William Dieterle", "Kismet|release_year|1944", "Casablanca|written_by|Julius Epstein",
+             "Casablanca|directed_by|Michael Curtiz"]
+    with Engine(store_from_lines(tmp_path, "films", lines), "kgfr", kg="films") as engine:
+        yes = engine.ask("was Kismet directed by William Dieterle", topics=["Kismet", "William Dieterle"])
+        assert [a.text for a in yes.answers] == ["yes"] and yes.answers[0].match == "verdict" and not yes.declined
+        assert yes.evidence.facts == ["Kismet —directed_by→ William Dieterle"]
+        assert [a.text for a in engine.ask("did William Dieterle direct Kismet", topics=["William Dieterle", "Kismet"]).answers] == ["yes"]
+        written = engine.ask("was Kismet written by William Dieterle", topics=["Kismet", "William Dieterle"])
+        assert not written.answers and "directed by" in written.declined
+        apart = engine.ask("was Kismet directed by Michael Curtiz", topics=["Kismet", "Michael Curtiz"])
+        assert not apart.answers and "yes or no" in apart.declined

@@ -33,7 +33,7 @@ class AnswerItem:
     text: str  # as the method produced it
     iri: str | None = None  # the KG entity it maps to, if any
     label: str | None = None
-    match: str = "none"  # how it was mapped: subgraph | exact | normalised | linked | none | ranked
+    match: str = "none"  # how it was mapped: subgraph | exact | normalised | linked | none | ranked | verdict (a yes or no)
     score: float | None = None
 
 

@@ -160,7 +160,7 @@ def ask(
         out.print(f"[dim]confidence {result.confidence:.2f}{answerable}[/]", highlight=False)
     for a in result.answers:
         score = f"  score {a.score:.2f}" if a.score is not None else ""
-        kg_part = f"  [dim]→ {a.label} ({a.match})[/]" if a.iri and a.label != a.text else ("" if a.iri else "  [dim](not in the KG)[/]")
+        kg_part = f"  [dim]→ {a.label} ({a.match})[/]" if a.iri and a.label != a.text else ("" if a.iri or a.match == "verdict" else "  [dim](not in the KG)[/]")
         out.print(f"[bold]{a.text}[/]{kg_part}{score}", highlight=False)
     for fact in result.evidence.facts[:5]:
         out.print(f"  fact: {fact}", highlight=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
 from kgqa.methods.kgfr.literal_kind import missing_number
 from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
 from kgqa.methods.kgfr.path_reader import Reading
+from kgqa.methods.kgfr.polar import link_reading, says_yes
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
 
 
@@ -71,19 +73,21 @@ class KGFRResult:
     signals: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
     answerability: float | None = 0.0
     reading: list[dict[str, float | str]] = field(default_factory=list)  # the path reader's groups (path, score), best first
+    verdict: list[Fact] | None = None  # asked yes or no: the facts that say yes (kgfr/polar.py); None: not said
 
     def to_answer(self) -> Answer:
         """The common `Answer` form (method "kgfr" without an LLM: the ranking is the answer)."""
         say = lambda f: f"{f.head} —{f.relation}→ {f.tail}"  # noqa: E731
         best = self.answers[0] if self.answers else None
+        paths = [self.verdict] if self.verdict is not None else best.paths if best else []
         return Answer(
             self.question, "kgfr",
-            answers=[AnswerItem(c.label, c.iri, c.label, "ranked", c.score) for c in self.answers],
+            answers=[AnswerItem("yes", match="verdict")] if self.verdict is not None else [AnswerItem(c.label, c.iri, c.label, "ranked", c.score) for c in self.answers],
             topics=[dict(t) for t in self.topics],
             evidence=Evidence(
                 candidates=[{"label": c.label, "iri": c.iri, "score": c.score} for c in self.candidates],
-                facts=[say(f) for c in self.answers for f in c.facts[:3]],
-                paths=[" ; ".join(say(f) for f in p) for p in (best.paths if best else [])],
+                facts=[say(f) for f in self.verdict] if self.verdict is not None else [say(f) for c in self.answers for f in c.facts[:3]],
+                paths=[" ; ".join(say(f) for f in p) for p in paths],
                 path_edges=path_edges(self.answers),
                 reading=list(self.reading),
             ),
@@ -142,6 +146,8 @@ class KGFRAnswerer:
         mark = time.perf_counter()
         margin = self.scorer.reader.config.absent_margin if self.scorer.reader is not None else None
         absent = absent_reading(self.scorer.reader, sg, read, probe, self.encoder, scored.probe_states) if read and margin is not None else None
+        polar = asks_yes_or_no(question)
+        link = link_reading(sg, question, topic_info, self.encoder, self.relation_labels) if polar else None
         seconds["read"] += time.perf_counter() - mark  # reading what the subgraph could hold is reading too
         mark = time.perf_counter()
         candidates = self.evidence(sg, ranked, read)
@@ -152,14 +158,18 @@ class KGFRAnswerer:
         if margin is not None:  # not (yet) a feature of the calibration: it declines alone, below (-20: nothing absent)
             found["path_absent"] = max(-20.0, min(20.0, absent.margin)) if absent is not None else -20.0
         confidence, answerability = self.confidence(found)
-        declined = None
-        if not candidates:
+        declined, verdict = None, None
+        if says_yes(link):
+            arrays, alpha = edge_arrays(sg), scored.alpha_max.numpy()
+            verdict, answers, confidence = [edge_fact(sg, arrays, alpha, link.edge)], [], None  # type: ignore[union-attr]
+        elif not candidates:
             declined = "the subgraph around the topic entities holds nothing else to answer with"
         elif self.answer_kind and self.decline_below > 0 and missing_number(sg, probe):
             declined = f"the question asks for a number and the subgraph around the topic entities holds none (closest: {candidates[0].label})"
             answers = []
-        elif self.decline_below > 0 and asks_yes_or_no(question) and not names(question, candidates[0].label):  # "is X considered good": "good"
-            declined = f"the question asks yes or no, and without an LLM kgfr answers only with the KG's entities (closest: {candidates[0].label})"
+        elif self.decline_below > 0 and polar and not names(question, candidates[0].label):  # "is X considered good": "good"
+            said = f"; the KG links them by “{link.relation}”, which the question does not read like" if link is not None else ""
+            declined = f"the question asks yes or no, and no fact of the KG says yes{said} (closest: {candidates[0].label})"
             answers = []
         elif self.decline_below > 0 and absent is not None and absent.margin >= margin:  # absent: only where a margin is set
             named = " and ".join(str(t["label"]) for t in topic_info)
@@ -174,7 +184,12 @@ class KGFRAnswerer:
         stats = {"nodes": sg.num_nodes, "edges": sg.num_edges, "round_trips": sg.trace.round_trips, "hops": sg.hops, "lambda": sg.lam,
                  "scoring_batch": scored.batch_size, "moved": moved}
         return KGFRResult(question, answers, candidates, topic_info, linking_candidates, stats, seconds, sg, confidence, declined, found,
-                          answerability, reading)
+                          answerability, reading, verdict)
+
+    @cached_property
+    def relation_labels(self) -> list[str]:
+        """The KG's relations' labels (one store call, on the first question asked yes or no)."""
+        return sorted({r.label for r in self.store.relations()})
 
     def read(self, sg: Subgraph, scored: Scored, probe: str, seconds: dict[str, float] | None = None,
              moved: dict[str, int] | None = None) -> tuple[Scored, Reading | None]:
@@ -224,8 +239,7 @@ class KGFRAnswerer:
         top = [int(i) for i in torch.argsort(scores, descending=True)[: self.k] if torch.isfinite(scores[i])]
         alpha = alpha_max.numpy()
 
-        def fact(e: int) -> Fact:
-            return Fact(sg.node_labels[int(src[e])], sg.relation_name(int(types[e])), sg.node_labels[int(dst[e])], float(alpha[e]))
+        fact = partial(edge_fact, sg, (src, dst, types), alpha)
 
         walker = Walker(sg, (src, dst, types)) if read is not None and read.sequences else None
         trees = [shortest_tree(src, dst, sg.num_nodes, int(topic)) for topic in sg.topics.tolist()] if top else []
@@ -245,6 +259,12 @@ class KGFRAnswerer:
             paths = [[fact(e) for e in path] for path in ([walked] if walked else []) + shortest]
             out.append(Candidate(sg.nodes[node], sg.node_labels[node], float(scores[node]), list(facts.values()), paths))
         return out
+
+
+def edge_fact(sg: Subgraph, edges: tuple[np.ndarray, np.ndarray, np.ndarray], alpha: np.ndarray, e: int) -> Fact:
+    """Edge `e` of `edge_arrays(sg)` (`edges`) as a fact, with its attention."""
+    src, dst, types = edges
+    return Fact(sg.node_labels[int(src[e])], sg.relation_name(int(types[e])), sg.node_labels[int(dst[e])], float(alpha[e]))
 
 
 def _rounded(value: float | None) -> float | None:

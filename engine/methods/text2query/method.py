@@ -108,7 +108,7 @@ class Text2Query:
     def _answers(self, rows: list[dict[str, Any]] | bool) -> list[AnswerItem]:
         """An ASK's yes or no, or each row's `answer` column (else its first bound one), mapped."""
         if isinstance(rows, bool):
-            return [AnswerItem("yes" if rows else "no", match="none")]
+            return [AnswerItem("yes" if rows else "no", match="verdict")]
         return self._mapped([row.get("answer", next(iter(row.values()))) for row in rows if row])
 
     def _mapped(self, values: list[Any]) -> list[AnswerItem]:
