@@ -7,8 +7,9 @@ such group (the path that won the candidate its reading; its last fact leads the
 directed shortest paths in the subgraph from each topic entity to the candidate (eq. 12, which
 goes from the candidate: read here from the topic, as the question is). Each answer carries a confidence
 (kgfr/confidence.py); below the checkpoint's calibrated threshold the answer is declined and the
-candidates stay as the closest evidence. A question asked yes or no ("was X nominated for an oscar") is declined
-too, unless the question names its best candidate (MetaQA's "is X considered good": the tag "good").
+candidates stay as the closest evidence. A question asked yes or no is answered "yes" where a fact links the two
+entities it names by the relation it names (kgfr/polar.py), and declined otherwise ("was X nominated for an
+oscar"), unless it names its best candidate (MetaQA's "is X considered good": the tag "good").
 """
 
 from __future__ import annotations

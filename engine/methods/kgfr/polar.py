@@ -1,13 +1,13 @@
 """Questions asked yes or no of two entities the KG holds ("was Kismet directed by William Dieterle", "did Ann
-work for Acme"): read from the entity the question names first, its subject, with the other left out ("was
-something directed by"), the sentence encoder says which relation of the KG the question reads like, each as its name reads. "Yes" where
-a fact of the subgraph links the subject to the other by that relation, and it reads so by `YES_MARGIN` more than
-any other relation of the KG does; the fact is the evidence. Anything
-else is declined (kgfr/answer.py): a KG that does not link the two, or links them by a relation the question
-does not name ("did Ronald Colman direct Kismet": he starred in it; "was Kismet written by William Dieterle": he
-directed it, and `written by` reads better), holds no fact that says yes, and a fact it lacks is no "no". The
-path reader is not asked: trained on questions that ask for an entity, it reads "did something direct" as
-no path at all, and a relation as well as any other where the subject has no other."""
+work for Acme"). Read from the entity the question names first, its subject, with the other left out ("was
+something directed by"), the sentence encoder says which relation of the KG the question reads like, each as its
+name reads. "Yes" where a fact of the subgraph links the subject to the other by that relation, and it reads so by
+`YES_MARGIN` more than any other relation of the KG does; the fact is the evidence. Anything else is declined
+(kgfr/answer.py): a KG that does not link the two, or links them by a relation the question does not name ("did
+Ronald Colman direct Kismet": he starred in it; "was Kismet written by William Dieterle": he directed it, and
+`written by` reads better), holds no fact that says yes, and a fact it lacks is no "no". The path reader is not
+asked: trained on questions that ask for an entity, it reads "did something direct" as no path at all, and a
+relation as well as any other where the subject has no other."""
 
 from __future__ import annotations
 
