@@ -704,3 +704,18 @@ def test_a_question_asked_yes_or_no_of_two_entities_is_answered_yes_where_a_fact
         assert not written.answers and "directed by" in written.declined
         apart = engine.ask("was Kismet directed by Michael Curtiz", topics=["Kismet", "Michael Curtiz"])
         assert not apart.answers and "yes or no" in apart.declined
+
+
+def test_a_candidate_reached_only_through_a_year_or_a_number_loses_unless_the_question_speaks_of_time(tmp_path):
+    """Two people born the same year are not tied: Ruritania, reached from Ann only through 1980 and Bob, is no
+    answer to "which country was Ann's husband born in", however the scorer prefers it; "who was born the same year
+    as Ann" speaks of time, and reads through the year."""
+    lines = ["Ann|birth_year|1980", "Bob|birth_year|1980", "Bob|citizen_of|Ruritania", "Ann|spouse_of|Carl", "Carl|born_in|Zenda",
+             "Zenda|located_in|Graustark"]
+    sg = subgraph_from_lines(tmp_path, "years", lines, "Ann")
+    first = _first_of(sg, {"Ruritania": 100.0, "Bob": 90.0, "Graustark": 50.0, "Carl": 40.0})
+
+    assert first("which country was something's husband born in") == "Graustark"
+    bob = list(sg.node_labels).index("Bob")
+    assert wrong_kind(sg, "who is something married to", TextEncoder())[bob]
+    assert not wrong_kind(sg, "who was born the same year as something", TextEncoder())[bob]

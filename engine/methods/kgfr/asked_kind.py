@@ -180,6 +180,11 @@ def asks_for_it(probe: str, asked: AskedKind) -> bool:
         (asked.noun is None or asked.noun in NAME_WORDS) and _COPULA_NEIGHBOUR.match(text) is not None)
 
 
+def speaks_of_time(probe: str) -> bool:
+    """Whether the question says anything of time ("released the same year as X", "when")."""
+    return any(word in _TIME_WORDS for word in re.findall(r"[a-z]+", probe.lower()))
+
+
 def asks_yes_or_no(question: str) -> bool:
     """Whether the question is asked yes or no: it opens with an auxiliary and no wh-word follows ("was X nominated
     for an oscar"; not "is X in Y's district and where is that", nor "do you know who directed X")."""

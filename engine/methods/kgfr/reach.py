@@ -36,3 +36,17 @@ def beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:
             break
         reached = grown
     return reached
+
+
+def around(sg: Subgraph, blocked: np.ndarray, steps: int) -> np.ndarray:
+    """The nodes within `steps` edges of a topic, through none of the `blocked` ones (they are reached, not crossed)."""
+    reached = np.zeros(sg.num_nodes, dtype=bool)
+    reached[np.asarray(sg.topics, dtype=np.int64)] = True
+    crossed = ~blocked
+    crossed[np.asarray(sg.topics, dtype=np.int64)] = True
+    for _ in range(steps):
+        grown = reached | next_to(sg, reached & crossed)
+        if (grown == reached).all():
+            break
+        reached = grown
+    return reached
