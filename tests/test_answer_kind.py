@@ -719,3 +719,24 @@ def test_a_candidate_reached_only_through_a_year_or_a_number_loses_unless_the_qu
     bob = list(sg.node_labels).index("Bob")
     assert wrong_kind(sg, "who is something married to", TextEncoder())[bob]
     assert not wrong_kind(sg, "who was born the same year as something", TextEncoder())[bob]
+
+
+def test_in_what_country_is_x_asks_what_x_is_in_not_what_is_in_x(tmp_path):
+    """The university located in the city Zenda is no answer to "in what country is Zenda", however the scorer
+    prefers it; "which universities are in Zenda" asks for what is in it."""
+    from kgqa.methods.kgfr.asked_kind import topic_is_in
+
+    lines = ["Zenda|located_in|Ruritania", "University of Zenda|located_in|Zenda", "Bob|born_in|Zenda", "Strelsau|located_in|Ruritania"]
+    sg = subgraph_from_lines(tmp_path, "places", lines, "Zenda")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.zeros(sg.num_nodes)
+    scores[index["Zenda"]] = float("-inf")
+    scores[index["University of Zenda"]], scores[index["Bob"]], scores[index["Ruritania"]] = 100.0, 90.0, 50.0
+
+    def first(probe: str) -> str:
+        ranked, _ = demote_wrong_kind(scores, sg, probe, TextEncoder())
+        return sg.node_labels[int(torch.argmax(ranked))]
+    assert first("in what country is something") == "Ruritania"
+    assert first("which country is something located in") == "Ruritania"
+    assert first("which universities are in something") == "University of Zenda"
+    assert topic_is_in("which country is something in") and not topic_is_in("what language is something")

@@ -55,6 +55,9 @@ _DO_SUPPORT = re.compile(rf"^\W*(?:who|whom|what|which)(?: [a-z\-]+){{0,2}}\s+(?
 # "was X nominated for an oscar", "is there a sequel to X", "did X direct Y": asked yes or no; not "do you know who …"
 _POLAR = re.compile(r"^\W*(?:is|was|are|were|did|does|do|has|have|had)\s")
 _WH_WORD = re.compile(r"\b(?:who|whom|whose|what|which|where|when|why|how)\b")
+# "in what country is X", "which country is X (located) in": X is the one in it, not what is in X
+_TOPIC_IS_IN = re.compile(rf"^\W*(?:in\s+(?:what|which)\s+[a-z\-]+\s+(?:is|was|are|were)\s+{TOPIC_MASK}"
+                          rf"|(?:what|which)\s+[a-z\-]+\s+(?:is|was|are|were)\s+{TOPIC_MASK}\s+(?:located\s+)?in)\W*$")
 NAME_WORDS = {"name", "names"}  # "what is the name of …" asks for what follows
 QUANTITY = re.compile(r"\bhow (?:many|much|tall|old|long|big|high|large|heavy)\b")
 
@@ -132,6 +135,12 @@ def subject_verb(probe: str) -> str | None:
     does X work for"; None in "who knows X" or "who directed X" (the probe: topics masked)."""
     match = _DO_SUPPORT.match(probe.lower())
     return match.group(1) if match is not None and match.group(1) not in _AUXILIARIES else None
+
+
+def topic_is_in(probe: str) -> bool:
+    """Whether the question asks what its topic is in: "in what country is X", "which country is X located in" (the
+    probe: topics masked)."""
+    return _TOPIC_IS_IN.match(probe.lower()) is not None
 
 
 def outer_neighbour(probe: str) -> str | None:
