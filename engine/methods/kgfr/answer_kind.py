@@ -24,8 +24,9 @@ relation's objects, every candidate that is none of them is. "Where" names no ki
 asks for a person: a person-typed candidate loses. "Who" names no kind either, but in a KG without types
 it never asks for a work: the subject of a fact whose relation names its object's agent (a film
 `directed_by` someone) loses unless some fact of the subgraph has it as its object; in any KG of cased labels, nor for
-a common noun ("carpenter": kgfr/asked_who.py). The gate does nothing unless the subgraph holds candidates of both
-the asked and another kind."""
+a common noun ("carpenter": kgfr/asked_who.py). Where the question says nothing of time, a candidate reached only
+through a year or a number is no answer (born the same year is no tie). The gate does nothing unless the subgraph
+holds candidates of both the asked and another kind."""
 
 from __future__ import annotations
 

@@ -26,24 +26,22 @@ def past(sg: Subgraph, neighbours: np.ndarray, through: np.ndarray) -> np.ndarra
 def beyond(sg: Subgraph, named: np.ndarray, steps: int) -> np.ndarray:
     """The nodes within `steps` edges of the `named` ones, not through a topic: "the country X's wife was born in" lies
     past the wife, and X's own birth country, reached only back through X, does not."""
-    blocked = np.zeros(sg.num_nodes, dtype=bool)
-    blocked[np.asarray(sg.topics, dtype=np.int64)] = True
-    reached = np.zeros(sg.num_nodes, dtype=bool)
-    reached[named] = True
-    for _ in range(steps):
-        grown = reached | next_to(sg, reached & ~blocked)
-        if (grown == reached).all():
-            break
-        reached = grown
-    return reached
+    start = np.zeros(sg.num_nodes, dtype=bool)
+    start[named] = True
+    crossed = np.ones(sg.num_nodes, dtype=bool)
+    crossed[np.asarray(sg.topics, dtype=np.int64)] = False
+    return _spread(sg, start, crossed, steps)
 
 
 def around(sg: Subgraph, blocked: np.ndarray, steps: int) -> np.ndarray:
     """The nodes within `steps` edges of a topic, through none of the `blocked` ones (they are reached, not crossed)."""
-    reached = np.zeros(sg.num_nodes, dtype=bool)
-    reached[np.asarray(sg.topics, dtype=np.int64)] = True
-    crossed = ~blocked
-    crossed[np.asarray(sg.topics, dtype=np.int64)] = True
+    start = np.zeros(sg.num_nodes, dtype=bool)
+    start[np.asarray(sg.topics, dtype=np.int64)] = True
+    return _spread(sg, start, ~blocked | start, steps)
+
+
+def _spread(sg: Subgraph, reached: np.ndarray, crossed: np.ndarray, steps: int) -> np.ndarray:
+    """`reached` grown `steps` edges at most, out of the nodes that may be `crossed` only."""
     for _ in range(steps):
         grown = reached | next_to(sg, reached & crossed)
         if (grown == reached).all():
