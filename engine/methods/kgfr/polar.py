@@ -30,7 +30,7 @@ YES_MARGIN = 0.05  # cosine by which the linking relation must read better than 
 class Link:
     edge: int  # the fact from the subject to another topic, an edge id as `edge_arrays` numbers them
     relation: str  # its relation, as walked ("directed by")
-    margin: float  # how much better it reads than the best other relation of the subgraph (negative: another reads better)
+    margin: float  # how much better it reads than the best other relation of the KG or the subgraph (negative: another reads better)
 
 
 def subject_probe(question: str, topics: Sequence[Mapping]) -> tuple[int, str] | None:
