@@ -446,11 +446,11 @@ SPOUSES = [  # Ann and Bob were born in cities of two countries
 ]
 
 
-def _first_of(sg, scores_by_label: dict[str, float]):  # type: ignore[no-untyped-def]
-    """The top label after the answer kind, for a probe, with the scorer's scores given by label (0 for the rest, Ann -inf)."""
+def _first_of(sg, scores_by_label: dict[str, float], topic: str = "Ann"):  # type: ignore[no-untyped-def]
+    """The top label after the answer kind, for a probe, with the scorer's scores given by label (0 for the rest, the topic -inf)."""
     index = {label: i for i, label in enumerate(sg.node_labels)}
     scores = torch.zeros(sg.num_nodes)
-    scores[index["Ann"]] = float("-inf")
+    scores[index[topic]] = float("-inf")
     for label, score in scores_by_label.items():
         scores[index[label]] = score
     encoder = TextEncoder()
@@ -740,3 +740,32 @@ def test_in_what_country_is_x_asks_what_x_is_in_not_what_is_in_x(tmp_path):
     assert first("which country is something located in") == "Ruritania"
     assert first("which universities are in something") == "University of Zenda"
     assert topic_is_in("which country is something in") and not topic_is_in("what language is something")
+
+
+COLLEAGUES = [  # Ann works for Acme Motors, whose head office is in Zenda, Graustark; her colleague Carl is Ruritanian
+    "Ann|/people/person/employment_history./business/employment_tenure/company|Acme Motors",
+    "Carl|/people/person/employment_history./business/employment_tenure/company|Acme Motors",
+    "Carl|/people/person/nationality|Ruritania",
+    "Ann|/people/person/place_of_birth|Strelsau",  # so that the subgraph shows Ruritania as a country, near enough
+    "Acme Motors|/organization/organization/headquarters./location/mailing_address/citytown|Zenda",
+    "Zenda|/location/location/containedby|Graustark",
+    "Graustark|/location/country/capital|Zenda",
+    "Ruritania|/location/country/capital|Strelsau",
+]
+
+
+def test_what_is_asked_of_the_named_neighbour_is_not_reached_through_one_of_the_topics_kind(tmp_path):
+    """"Which nation is X's employer headquartered in": the employer's country, not a colleague's nationality (one of
+    X's kind, a person, between), however much the scorer prefers it; unless nothing of the asked kind lies past the
+    employer any other way."""
+    scores = {"Ruritania": 100.0, "Graustark": 50.0, "Carl": 80.0}
+    first = _first_of(subgraph_from_lines(tmp_path, "jobs", COLLEAGUES, "Ann"), scores)
+    assert first("which nation is something's employer headquartered in") == "Graustark"
+    assert first("in which country is the company something works for based") == "Graustark"
+
+    # a director's genres lie past his other films (of X's kind): where nothing of the asked kind lies past him any
+    # other way, what lies past them stays
+    films = ["Kismet|/film/film/directed_by|William Dieterle", "Juarez|/film/film/directed_by|William Dieterle",
+             "Juarez|/film/film/genre|Drama", "William Dieterle|/people/person/place_of_birth|Ludwigshafen"]
+    first = _first_of(subgraph_from_lines(tmp_path, "films", films, "Kismet"), {"Ludwigshafen": 100.0, "Drama": 50.0}, "Kismet")
+    assert first("what genres does the director of something work in") == "Drama"
