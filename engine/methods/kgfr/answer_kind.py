@@ -44,7 +44,7 @@ from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind,
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, literal_nodes, subjects
 from kgqa.methods.kgfr.asked_who import describes_topic, uncased, works
 from kgqa.methods.kgfr.reach import around, beyond, next_to, past
-from kgqa.methods.kgfr.sideways import sideways
+from kgqa.methods.kgfr.sideways import only_through_topics_kind
 from kgqa.methods.kgfr.subject_kinds import of_kind, same_kind, subject_relations
 from kgqa.methods.kgfr.type_sets import type_lists
 from kgqa.retrieval.relation_text import agent_noun, freebase_object_word, freebase_subject_type, is_freebase_path, relation_words, singular
@@ -254,7 +254,7 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
         mismatch |= past(sg, mismatch, through)
         if asked.place and not types:  # "where" asks for no node of the named one's kind (no types say who is a person)
             mismatch |= same_kind(sg, named)
-        mismatch |= sideways(sg, named, types, like_asked, mismatch, TYPE_MATCH_FLOOR)  # not a colleague's nationality
+        mismatch |= only_through_topics_kind(sg, named, types, like_asked, mismatch, TYPE_MATCH_FLOOR)  # not a colleague's nationality
         if (outer := outer_neighbour(probe)) is not None:  # "the employer of X's husband": the husband's employer is on the way too
             mismatch |= _outer_mismatch(sg, through, _reads_as(types, outer, encoder), like_asked)
     return mismatch

@@ -25,11 +25,11 @@ def past(sg: Subgraph, neighbours: np.ndarray, through: np.ndarray) -> np.ndarra
 
 def beyond(sg: Subgraph, named: np.ndarray, steps: int, blocked: np.ndarray | None = None) -> np.ndarray:
     """The nodes within `steps` edges of the `named` ones, not through a topic nor any of the `blocked` ones (a bool per
-    node; the named ones are crossed all the same): "the country X's wife was born in" lies past the wife, and X's own
-    birth country, reached only back through X, does not."""
+    node; a named one is crossed all the same, of the topic's kind or not): "the country X's wife was born in" lies past
+    the wife, and X's own birth country, reached only back through X, does not."""
     start = np.zeros(sg.num_nodes, dtype=bool)
     start[named] = True
-    crossed = np.ones(sg.num_nodes, dtype=bool) if blocked is None else ~blocked
+    crossed = np.ones(sg.num_nodes, dtype=bool) if blocked is None else ~np.asarray(blocked, dtype=bool)
     crossed[np.asarray(sg.topics, dtype=np.int64)] = False
     return _spread(sg, start, crossed | start, steps)
 
