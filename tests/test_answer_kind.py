@@ -769,3 +769,24 @@ def test_what_is_asked_of_the_named_neighbour_is_not_reached_through_one_of_the_
              "Juarez|/film/film/genre|Drama", "William Dieterle|/people/person/place_of_birth|Ludwigshafen"]
     first = _first_of(subgraph_from_lines(tmp_path, "films", films, "Kismet"), {"Ludwigshafen": 100.0, "Drama": 50.0}, "Kismet")
     assert first("what genres does the director of something work in") == "Drama"
+
+
+FOUNDERS = [  # Ann works for Acme Motors, founded by Carl, who was born in Zenda and founded Brix Foods too
+    "Ann|works_for|Acme Motors",
+    "Acme Motors|founded_by|Carl",
+    "Brix Foods|founded_by|Carl",
+    "Carl|born_in|Zenda",
+    "Ann|type|person",
+    "Carl|type|person",
+    "Acme Motors|type|company",
+    "Brix Foods|type|company",
+    "Zenda|type|city",
+]
+
+
+def test_where_asks_for_nothing_typed_like_the_neighbour_it_names(tmp_path):
+    """"Where was the founder of X's employer born": his birthplace, not the other firm he founded, however much the
+    scorer prefers it; as in a KG without types, where it asks for nothing of the named neighbour's kind."""
+    first = _first_of(subgraph_from_lines(tmp_path, "founders", FOUNDERS, "Ann"), {"Brix Foods": 100.0, "Zenda": 50.0})
+    assert first("where was the founder of something's employer born") == "Zenda"
+    assert first("which company did the founder of something's employer found too") == "Brix Foods"  # not asked where

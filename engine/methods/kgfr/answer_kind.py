@@ -230,7 +230,8 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
     (`_outer_mismatch`). Nothing where the question names no neighbour, or names the asked kind again ("which films
     share a director with the film X"). In a KG without types a clause of the topic names one too ("the people X
     knows", "the city where X was born": `clause_neighbour`), linked by the relation its verb reads like. "Where is the
-    headquarters of X" asks for the neighbour itself where its link's word is the noun's own (ROLE_MATCH_FLOOR)."""
+    headquarters of X" asks for the neighbour itself where its link's word is the noun's own (ROLE_MATCH_FLOOR); any
+    other "where" asks for nothing of the named one's kind (`same_kind`; with types, nothing typed like its noun)."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun, verb = named_neighbour(probe), None
     clause = clause_neighbour(probe)
@@ -254,6 +255,8 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
         mismatch |= past(sg, mismatch, through)
         if asked.place and not types:  # "where" asks for no node of the named one's kind (no types say who is a person)
             mismatch |= same_kind(sg, named)
+        elif asked.place:  # nor, in a typed KG, one typed like the named noun ("the founder of X's employer": his other firm)
+            mismatch[[node for node, value in _reads_as(types, noun, encoder).items() if value >= NAMED_FLOOR]] = True
         mismatch |= only_through_topics_kind(sg, named, types, like_asked, mismatch, TYPE_MATCH_FLOOR)  # not a colleague's nationality
         if (outer := outer_neighbour(probe)) is not None:  # "the employer of X's husband": the husband's employer is on the way too
             mismatch |= _outer_mismatch(sg, through, _reads_as(types, outer, encoder), like_asked)
