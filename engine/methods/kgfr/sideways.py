@@ -14,9 +14,7 @@ def of_topics_kind(sg: Subgraph, types: dict[int, list[str]]) -> np.ndarray:
     """The nodes sharing a type with a topic, the typed topics too (a bool per node; `types` as `node_types` gives them)."""
     theirs = {name for topic in np.asarray(sg.topics).tolist() for name in types.get(int(topic), ())}
     kin = np.zeros(sg.num_nodes, dtype=bool)
-    shares: dict[int, bool] = {}  # nodes typed from Freebase property names share their lists: each list is read once
-    for node, names in types.items():
-        kin[node] = shares.setdefault(id(names), not theirs.isdisjoint(names))
+    kin[[node for node, names in types.items() if not theirs.isdisjoint(names)]] = True
     return kin
 
 
@@ -24,10 +22,10 @@ def only_through_topics_kind(sg: Subgraph, named: np.ndarray, types: dict[int, l
                              already: np.ndarray, floor: float) -> np.ndarray:
     """Where the KG types its nodes (a type relation, or Freebase property names): the nodes the `named` neighbours
     (node indices) reach within the subgraph's hops less one only through a node of the topic's kind (a bool per node).
-    Nothing unless they also reach, without, a node not of the topic's kind and not `already` demoted whose type reads
-    like the asked noun (`like_asked` ≥ `floor`): "what genres does the director of X work in" goes through the
-    director's other films, as nothing else of his leads to a genre; and a question asking for the topic's own kind
-    ("which people does X's employer employ") is left alone."""
+    Nothing unless they also reach, without, a node not of the topic's kind and not `already` demoted (the named ones
+    are) whose type reads like the asked noun (`like_asked` ≥ `floor`): "what genres does the director of X work in"
+    goes through the director's other films, as nothing else of his leads to a genre; and a question asking for the
+    topic's own kind ("which people does X's employer employ") is left alone."""
     if not like_asked:
         return np.zeros(sg.num_nodes, dtype=bool)
     kin = of_topics_kind(sg, types)
@@ -35,7 +33,6 @@ def only_through_topics_kind(sg: Subgraph, named: np.ndarray, types: dict[int, l
         return np.zeros(sg.num_nodes, dtype=bool)
     directly = beyond(sg, named, max(1, sg.hops - 1), kin)
     left = directly & ~already & ~kin
-    left[named] = False
     if not any(left[node] and value >= floor for node, value in like_asked.items()):
         return np.zeros(sg.num_nodes, dtype=bool)
     return ~directly
