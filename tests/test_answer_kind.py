@@ -57,6 +57,11 @@ def subgraph(tmp_path_factory):
     ("what is the name of something's wife", AskedKind(None, None)),  # a name is no kind
     ("what time zone is something in", AskedKind("entity", "time zone")),  # a zone, not a time
     ("what time does something air", AskedKind("time", "time")),
+    ("what time is it in something right now", AskedKind("entity", "time zone")),  # the clock a place keeps: its zone
+    ("what is the running time of something", AskedKind("number", "running time")),  # how long, not when
+    ("what is the area of something", AskedKind("number", "area")),  # a size
+    ("what area of science did something study", AskedKind("entity", "area")),  # "what area": a field or a region
+    ("something was governor of what area", AskedKind("entity", "area")),
     # a noun phrase up to an auxiliary is the kind, its last word the head; without an auxiliary after it, one word
     ("what musical instruments does something play", AskedKind("entity", "musical instruments")),
     ("which award nominee was something", AskedKind("entity", "award nominee")),
@@ -322,6 +327,7 @@ def test_a_question_for_a_number_the_subgraph_lacks_is_declined(tmp_path, subgra
     assert missing_number(roles, "how many films did something make")  # its year 1942 is a date, not a number
     assert missing_number(roles, "what is the budget of something")
     assert not missing_number(roles, "what time zone is something in")  # "time": no quantity asked
+    assert missing_number(roles, "what is the running time of something")  # a duration: its year is no answer
     assert not missing_number(roles, "when was something released")  # dates are not judged
     assert not missing_number(subgraph, "how many films did something make")  # the film "2012" may be one
     url = store_from_lines(tmp_path, "fb", FREEBASE)

@@ -39,7 +39,8 @@ _COPULA_NEIGHBOUR = re.compile(rf"(?:who|what|which)\s+(?:is|was|are|were)\s+(?:
 _ENDS_ON_NEIGHBOUR = re.compile(rf"(?:who|what|which)(?:\s+[a-z\-]+)?\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
 # "where is the headquarters of X": where the neighbour the question ends on is (kgfr/answer_kind.py: it may be that place)
 _WHERE_IS_NEIGHBOUR = re.compile(rf"^\W*where\s+(?:is|was|are|were)\s+(?:{TOPIC_MASK}['’]s\s+[a-z\-]+|the\s+[a-z\-]+\s+(?:of|behind)\s+{TOPIC_MASK})\W*$")
-_TIME_ZONE = re.compile(r"\btime ?zones?\b")
+_TIME_ZONE = re.compile(r"\btime ?zones?\b|\bwhat time is it\b")  # the clock a place keeps is its zone's: a KG holds no "now"
+_DURATION = re.compile(r"\b(?:running|run|screen|playing|travel|flight)\s+time$")  # how long something lasts, not when
 # nouns the linker treats as stopwords that may still name an entity on the way ("the person who founded X")
 _DOMAIN_NOUNS = {"movie", "movies", "film", "films", "person", "people", "actor", "actors", "actress", "director", "directors", "writer",
                  "writers", "screenwriter", "language", "languages", "genre", "genres"}
@@ -77,7 +78,7 @@ class AskedKind:
 def asked_kind(probe: str) -> AskedKind:
     """The kind of answer a question asks for, from its words (the probe: topics masked)."""
     text = probe.lower()
-    noun, category = None, False
+    noun, category, from_wh = None, False, False
     for match in _WH.finditer(text):
         if match.group(2) not in _AUXILIARIES:
             words, category = [match.group(2)], match.group(1) is not None
@@ -85,6 +86,7 @@ def asked_kind(probe: str) -> AskedKind:
                     word in _AUXILIARIES or word in _NO_NOUNS or word.endswith(("ly", "ing")) for word in rest.group(1).split()):
                 words += rest.group(1).split()
             noun = " ".join(word for word in words if TOPIC_MASK not in word) or None  # "what X movies …": movies
+            from_wh = True
             break
     if noun is None and (match := _THE_X_OF.search(text)):
         noun = match.group(1).split(f" {TOPIC_MASK}")[0]  # "what is the company X works for": the company
@@ -93,6 +95,10 @@ def asked_kind(probe: str) -> AskedKind:
     if noun == "time" and _TIME_ZONE.search(text):  # "what time zone is X in" asks for a zone, not a time
         noun = "time zone"
     head = noun.split()[-1] if noun else None  # "birth year" → year
+    if head == "area" and from_wh:  # "what area of science", "governor of what area": a field or a region, not a size
+        return AskedKind("entity", noun)
+    if noun and _DURATION.search(noun):
+        return AskedKind("number", noun)
     if _WHEN.search(text) or head in _TIME_WORDS:
         return AskedKind("time", noun)
     if re.search(r"\bhow (?:many|much|tall|old|long|big|high)\b", text) or head in _NUMBER_WORDS:
@@ -102,6 +108,11 @@ def asked_kind(probe: str) -> AskedKind:
     if noun or WHO.search(text):
         return AskedKind("entity", noun, category=category)
     return AskedKind(None, None)
+
+
+def names_quantity(noun: str | None) -> bool:
+    """Whether a noun the question asks for is a quantity and never an entity's name: "budget", "running time"."""
+    return bool(noun) and (noun.split()[-1] in QUANTITIES or _DURATION.search(noun) is not None)
 
 
 def named_neighbour(probe: str) -> str | None:

@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from kgqa.core.subgraph import Subgraph
-from kgqa.methods.kgfr.asked_kind import QUANTITIES, QUANTITY, asked_kind
+from kgqa.methods.kgfr.asked_kind import QUANTITY, asked_kind, names_quantity
 
 _YEAR = re.compile(r"^\s*(?:1[0-9]{3}|20[0-9]{2})\s*$")
 _DATE = re.compile(r"^\s*\d{4}-\d{2}(?:-\d{2})?(?:[T ].*)?$|^\s*\d{1,2} [A-Z][a-z]+ \d{4}\s*$")
@@ -65,11 +65,11 @@ def literal_mismatch(sg: Subgraph, asked: str) -> np.ndarray:
 
 def missing_number(sg: Subgraph, probe: str) -> bool:
     """True where the question asks for a quantity (how many / how tall …, the population, budget or
-    height of …) and no node of the subgraph other than its topics is a number: the KG cannot answer
+    height or running time of …) and no node of the subgraph other than its topics is a number: the KG cannot answer
     it there, whatever ranks first (a city for "how many employees does X have"). Dates are not
     judged so: people ask "when" of events a KG names as entities ("when did X go to college")."""
     asked = asked_kind(probe)
-    if asked.literal != "number" or not (QUANTITY.search(probe.lower()) or (asked.noun or "").split()[-1] in QUANTITIES):
+    if asked.literal != "number" or not (QUANTITY.search(probe.lower()) or names_quantity(asked.noun)):
         return False
     others = np.ones(sg.num_nodes, dtype=bool)
     others[np.asarray(sg.topics, dtype=np.int64)] = False
