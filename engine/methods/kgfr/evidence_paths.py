@@ -56,12 +56,20 @@ class Walker:
             options = self.of_type(sequence[i - 1])
             options = options[(self.tails[options] == node) & self.reached(sequence[: i - 1])[self.heads[options]]]
             before = self.heads[options]
-            fresh = options[~np.isin(before, list(on_walk)) & ((i == 1) | ~self.is_topic[before])]
+            fresh = options[_none_of(before, on_walk) & ((i == 1) | ~self.is_topic[before])]
             edge = int(fresh[0] if fresh.size else options[0])  # ascending: the lowest id
             back.append(edge)
             node = int(self.heads[edge])
             on_walk.add(node)
         return back[::-1]
+
+
+def _none_of(values: np.ndarray, few: set[int]) -> np.ndarray:
+    """~np.isin(values, few) for the handful of nodes a walk holds, without isin's sorting (a walk asks per step)."""
+    out = np.ones(values.shape, dtype=bool)
+    for value in few:
+        out &= values != value
+    return out
 
 
 def shortest_tree(src: np.ndarray, dst: np.ndarray, num_nodes: int, topic: int) -> np.ndarray:

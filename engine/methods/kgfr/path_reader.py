@@ -22,7 +22,7 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -199,11 +199,15 @@ class Reading:
     lacking: float | None = None
     sequences: list[tuple[tuple[int, ...], np.ndarray]] = field(default_factory=list)
 
+    @cached_property
+    def _ranked(self) -> list[int]:
+        """The groups' indices, best read first (ties in their order)."""
+        return sorted(range(len(self.sequences)), key=lambda i: -self.groups[i][1])
+
     def sequence_to(self, node: int) -> tuple[int, ...] | None:
         """The relation sequence of the best-read group that reaches `node` (the path that won it its
         reading), or None where no group read reaches it."""
-        ranked = sorted(range(len(self.sequences)), key=lambda i: -self.groups[i][1])
-        for i in ranked:
+        for i in self._ranked:
             sequence, ends = self.sequences[i]
             at = int(np.searchsorted(ends, node))
             if at < ends.size and ends[at] == node:
