@@ -61,6 +61,8 @@ def test_titles_made_of_function_words_long_titles_and_prose_phrases(tmp_path):
         "All of Me|directed_by|Carl Reiner",
         "The Story|directed_by|Norman Lear",
         "As I Was Moving Ahead Occasionally I Saw Brief Glimpses of Beauty|directed_by|Jonas Mekas",
+        "Running Time|directed_by|Josh Becker",
+        "Bunraku|directed_by|Guy Moshe",
     ]), "titles")
     # written as a title inside the question, a span of function words is looked up
     assert [t.entity.label for t in link(store, "who are the actors in Are You Here", fallback=False).topics] == ["Are You Here"]
@@ -70,6 +72,10 @@ def test_titles_made_of_function_words_long_titles_and_prose_phrases(tmp_path):
     assert [t.entity.label for t in link(store, "what movie did Norman Lear write the story for", fallback=False).topics] == ["Norman Lear"]
     # ... and is still linked when it is all the question names
     assert [t.entity.label for t in link(store, "who directed the story", fallback=False).topics] == ["The Story"]
+    # "the … of": a lower-case phrase the question asks of another is no title, however the question is cased
+    assert [t.entity.label for t in link(store, "what is the running time of Bunraku", fallback=False).topics] == ["Bunraku"]
+    assert [t.entity.label for t in link(store, "what is the running time of bunraku", fallback=False).topics] == ["Bunraku"]
+    assert [t.entity.label for t in link(store, "who directed running time", fallback=False).topics] == ["Running Time"]
     title = "As I Was Moving Ahead Occasionally I Saw Brief Glimpses of Beauty"
     assert [t.entity.label for t in link(store, f"which person wrote the movie {title}", fallback=False).topics] == [title]
 

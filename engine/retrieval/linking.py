@@ -13,7 +13,6 @@ import contextvars
 import difflib
 import functools
 import logging
-import re
 import threading
 import weakref
 from collections.abc import Iterator
@@ -25,8 +24,8 @@ from kgqa.core.errors import NoLabelIndex
 from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, typo_likelihood, within_one_edit
 from kgqa.core.store import GraphStore, SearchesLabels
 from kgqa.core.types import Entity, LinkedEntity
+from kgqa.retrieval.span_shapes import TOKEN, capitalised, name_like, prose, relational_noun, written_as_name, written_as_title
 
-_TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*|[^\w\s]", re.UNICODE)
 MAX_NGRAM = 16  # film titles run long ("As I Was Moving Ahead Occasionally I Saw Brief Glimpses of Beauty": 13 words)
 FALLBACK_NGRAM = 8  # longest span the fallbacks try
 FUZZY_THRESHOLD = 0.85  # difflib ratio on normalised labels
@@ -72,7 +71,7 @@ class Linking:
 def _spans(question: str) -> list[tuple[int, int, str]]:
     """Every n-gram of tokens; one ending in a possessive ("Kismet's") also without it, after the
     span as written (a name may end in 's itself)."""
-    tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
+    tokens = [(m.start(), m.end()) for m in TOKEN.finditer(question)]
     spans = []
     for i in range(len(tokens)):
         for j in range(i + 1, min(len(tokens), i + MAX_NGRAM) + 1):
@@ -89,7 +88,7 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     it; longer spans beat shorter ones, exact matches beat normalised ones, earlier spans beat later
     ones; spans never overlap; name-like spans beat lone lower-case words (see below). `fallback`
     adds the fuzzy and embedding matches described above (`encoder`: a TextEncoder to share)."""
-    spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in _TOKEN.findall(s[2])) or _written_as_title(*s)]
+    spans = [s for s in _spans(question) if not all(w.lower() in stopwords for w in TOKEN.findall(s[2])) or written_as_title(*s)]
     found = store.resolve(sorted({text for _, _, text in spans}))
     matched = [(i, j, text) for i, j, text in spans if found.get(text)]
     ranked = sorted(matched, key=lambda s: (-(s[1] - s[0]), found[s[2]][0].match != "exact", s[0]))
@@ -103,30 +102,26 @@ def link(store: GraphStore, question: str, stopwords: frozenset[str] = STOPWORDS
     if fallback and isinstance(store, SearchesLabels) and _names_left(question, chosen, stopwords):
         written = {text for _, _, text in matched}
         rescued = _fallback(store, [s for s in spans if s[2] not in written], encoder, candidates, embedding=not chosen)
-        names = [(i, j) for i, j, hit in chosen if _name_like(hit.query)]
+        names = [(i, j) for i, j, hit in chosen if name_like(hit.query)]
         rescued = [(a, b, hit) for a, b, hit in rescued
                    if all(_extends(a, b, hit, i, j, old) for i, j, old in chosen if a < j and i < b)
-                   and (not names or any(a < j and i < b for i, j in names) or _written_as_name(hit.query, stopwords))]
+                   and (not names or any(a < j and i < b for i, j in names) or written_as_name(hit.query, stopwords))]
         kept = [(i, j, hit) for i, j, hit in chosen if not any(a < j and i < b for a, b, _ in rescued)]
         chosen = kept + rescued
     topics = [hit for _, _, hit in chosen]
+    # "what is the running time of Bunraku" asks for a running time, beside Bunraku, even where a film is called
+    # "Running Time": a lower-case phrase the question uses as "the … of" is a relational noun, not a title
+    topics = [hit for hit in topics if not relational_noun(hit.query, question)] or topics
     # A span written like a name (several words, or a capitalised word) outranks a lone lower-case
     # word that happens to be a label ("star", "fall" are tags in MetaQA); the latter are kept only
     # when the question has no name-like match at all ("who directed kismet").
     # Beside a capitalised name, a lower-case phrase that opens with a function word is dropped too.
-    named = [hit for hit in topics if _name_like(hit.query)]
+    named = [hit for hit in topics if name_like(hit.query)]
     topics = named or topics
-    if any(_capitalised(hit.query) for hit in topics):
-        topics = [hit for hit in topics if not _prose(hit.query, stopwords)]
+    if any(capitalised(hit.query) for hit in topics):
+        topics = [hit for hit in topics if not prose(hit.query, stopwords)]
     topics.sort(key=lambda hit: question.find(hit.query))
     return Linking(topics, candidates)
-
-
-def _written_as_name(span: str, stopwords: frozenset[str]) -> bool:
-    """Every word capitalised (or a number) but function words, the first one capitalised: "Jonh
-    Smith", "Return of the Jedy" — a second name beside one that matched, not prose ("the movie Parade")."""
-    words = _words(span)
-    return bool(words) and _capitalised(words[0]) and all(_capitalised(w) or w.lower() in stopwords for w in words)
 
 
 def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stopwords: frozenset[str]) -> bool:
@@ -136,12 +131,12 @@ def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stop
     matched as written with only function words between them, which may be one
     misspelt title ("Retun to Theseis": the city Retun, the island Theseis, the film "Return to
     Theseis"). A question whose names all matched as written, apart, never reaches the label search."""
-    names = sorted((i, j) for i, j, hit in chosen if _name_like(hit.query))
+    names = sorted((i, j) for i, j, hit in chosen if name_like(hit.query))
     if not names:
         return True
     covered = {k for i, j, _ in chosen for k in range(i, j)}
-    words = [m.group() for m in _TOKEN.finditer(question)]
-    if any(k not in covered and ((_capitalised(word) or any(ch.isupper() for ch in word)) and word.lower() not in stopwords
+    words = [m.group() for m in TOKEN.finditer(question)]
+    if any(k not in covered and ((capitalised(word) or any(ch.isupper() for ch in word)) and word.lower() not in stopwords
                                  and any(ch.isalnum() for ch in word) or _unknown_word(word, stopwords)) for k, word in enumerate(words)):
         return True
     return any(all(w.lower() in stopwords for w in words[j:a]) for (_, j), (a, _) in zip(names, names[1:]))
@@ -177,8 +172,8 @@ def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntit
 def _one_word_misspelt(span: str, label: str) -> bool:
     """Same number of words, all equal (normalised) but one, and that one alike (one edit away, or
     ratio ≥ 0.7: "Thj" for "The" is one edit but only 0.67)."""
-    ours = [normalise_label(w) for w in _TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
-    theirs = [normalise_label(w) for w in _TOKEN.findall(label) if any(ch.isalnum() for ch in w)]
+    ours = [normalise_label(w) for w in TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
+    theirs = [normalise_label(w) for w in TOKEN.findall(label) if any(ch.isalnum() for ch in w)]
     if len(ours) != len(theirs):
         return False
     differ = [(x, y) for x, y in zip(ours, theirs) if x != y]
@@ -276,7 +271,7 @@ def _one_slip_matches(text: str, pairs: list[tuple[str, str]], threshold: float,
     likeliest is tied: not SLIP_MARGIN times as likely as one with another label ("Girox": Gigrox
     and Gikrox, each a letter dropped), when none is chosen."""
     key = normalise_label(text)
-    named = _capitalised(text) and len(key) >= 5
+    named = capitalised(text) and len(key) >= 5
     near = []
     for iri, label in pairs:
         other = normalise_label(label)
@@ -284,7 +279,7 @@ def _one_slip_matches(text: str, pairs: list[tuple[str, str]], threshold: float,
         if likelihood == 0.0:
             continue
         ratio = difflib.SequenceMatcher(None, key, other, autojunk=False).ratio()
-        if ratio >= threshold or (named and _capitalised(label)):
+        if ratio >= threshold or (named and capitalised(label)):
             near.append((likelihood, iri, label, ratio))
     near.sort(key=lambda m: (-m[0], -m[3], m[2], m[1]))
     best = near[0] if near else None
@@ -363,32 +358,6 @@ def _shared_encoder():  # type: ignore[no-untyped-def]
     from kgqa.retrieval.text import TextEncoder
 
     return TextEncoder()
-
-
-def _name_like(span: str) -> bool:
-    return len(_words(span)) > 1 or _capitalised(span)
-
-
-def _capitalised(span: str) -> bool:
-    return span[:1].isupper() or any(ch.isdigit() for ch in span)
-
-
-def _prose(span: str, stopwords: frozenset[str]) -> bool:
-    """Lower-case words opening with a function word: "the story" in "what did Norman Lear write the
-    story for" reads as prose beside a capitalised name, even where a film is called "The Story"."""
-    words = _words(span)
-    return not _capitalised(span) and len(words) > 1 and words[0].lower() in stopwords
-
-
-def _words(span: str) -> list[str]:
-    return [w for w in _TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
-
-
-def _written_as_title(i: int, j: int, text: str) -> bool:
-    """A span of function words only that is written like a title inside the question ("the actors in
-    Are You Here", "what type of film is All of Me"): several words, the first capitalised, not the
-    question's first word (which is capitalised anyway)."""
-    return i > 0 and j - i > 1 and text[:1].isupper()
 
 
 _RESOLVED: contextvars.ContextVar[tuple[GraphStore, tuple[str, ...], dict[str, list[LinkedEntity]]] | None] = contextvars.ContextVar(
