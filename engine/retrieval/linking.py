@@ -24,7 +24,7 @@ from kgqa.core.errors import NoLabelIndex
 from kgqa.core.labels import MIN_FUZZY_WORD, normalise_label, typo_likelihood, within_one_edit
 from kgqa.core.store import GraphStore, SearchesLabels
 from kgqa.core.types import Entity, LinkedEntity
-from kgqa.retrieval.span_shapes import TOKEN, capitalised, name_like, prose, relational_noun, written_as_name, written_as_title
+from kgqa.retrieval.span_shapes import TOKEN, capitalised, name_like, prose, relational_noun, words, written_as_name, written_as_title
 
 MAX_NGRAM = 16  # film titles run long ("As I Was Moving Ahead Occasionally I Saw Brief Glimpses of Beauty": 13 words)
 FALLBACK_NGRAM = 8  # longest span the fallbacks try
@@ -135,11 +135,11 @@ def _names_left(question: str, chosen: list[tuple[int, int, LinkedEntity]], stop
     if not names:
         return True
     covered = {k for i, j, _ in chosen for k in range(i, j)}
-    words = [m.group() for m in TOKEN.finditer(question)]
+    tokens = [m.group() for m in TOKEN.finditer(question)]
     if any(k not in covered and ((capitalised(word) or any(ch.isupper() for ch in word)) and word.lower() not in stopwords
-                                 and any(ch.isalnum() for ch in word) or _unknown_word(word, stopwords)) for k, word in enumerate(words)):
+                                 and any(ch.isalnum() for ch in word) or _unknown_word(word, stopwords)) for k, word in enumerate(tokens)):
         return True
-    return any(all(w.lower() in stopwords for w in words[j:a]) for (_, j), (a, _) in zip(names, names[1:]))
+    return any(all(w.lower() in stopwords for w in tokens[j:a]) for (_, j), (a, _) in zip(names, names[1:]))
 
 
 def _unknown_word(word: str, stopwords: frozenset[str]) -> bool:
@@ -172,8 +172,7 @@ def _extends(a: int, b: int, hit: LinkedEntity, i: int, j: int, old: LinkedEntit
 def _one_word_misspelt(span: str, label: str) -> bool:
     """Same number of words, all equal (normalised) but one, and that one alike (one edit away, or
     ratio ≥ 0.7: "Thj" for "The" is one edit but only 0.67)."""
-    ours = [normalise_label(w) for w in TOKEN.findall(span) if any(ch.isalnum() for ch in w)]
-    theirs = [normalise_label(w) for w in TOKEN.findall(label) if any(ch.isalnum() for ch in w)]
+    ours, theirs = [normalise_label(w) for w in words(span)], [normalise_label(w) for w in words(label)]
     if len(ours) != len(theirs):
         return False
     differ = [(x, y) for x, y in zip(ours, theirs) if x != y]
@@ -252,9 +251,9 @@ def _search_without_short_words(store: SearchesLabels, texts: list[str], found: 
     again by its longer words alone, and the fuzzy rank judges the candidates against the whole text."""
     shortened = {}
     for text in texts:
-        words = normalise_label(text).split()
-        longer = [w for w in words if len(w) >= MIN_FUZZY_WORD]
-        if not found.get(text) and len(longer) >= 2 and len(longer) < len(words):
+        parts = normalise_label(text).split()
+        longer = [w for w in parts if len(w) >= MIN_FUZZY_WORD]
+        if not found.get(text) and len(longer) >= 2 and len(longer) < len(parts):
             shortened[text] = " ".join(longer)
     if shortened:
         more = store.search_labels(sorted(set(shortened.values())), any_word=False, limit=CANDIDATES)
