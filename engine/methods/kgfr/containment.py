@@ -1,0 +1,77 @@
+"""A country is where the containment of places ends (issue 46, part 2, for KGs without types).
+
+In a KG without types (the scale KG of `bench/scale_kg.py`: `born_in` a city, `located_in` a
+country), "what country was X born in" reads best as `born in`, one hop, and the city wins: nothing
+tells a city from a country but the KG's own containment facts. Where the question asks for a country
+or a nation, a candidate that lies in another place ("Rusar located in Chauria") hands its score to
+that place and ranks below every other candidate, if that place lies in nothing itself and is more
+than a container: the object of some other fact (people are citizens of it). A continent or a region
+that only contains places is no country: in a KG whose countries lie in continents, a country stays
+the answer.
+
+Only where the KG shows no kinds (no type relation, no Freebase property names: a KG with them is
+read by them, kgfr/answer_kind.py), and never where a topic is itself a place of the containment
+("which countries border X", "which countries lie in Europe" ask for places of the topic's own order,
+which a climb would leave)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import torch
+
+from kgqa.core.subgraph import Subgraph
+from kgqa.methods.kgfr.answer_kind import type_relations
+from kgqa.methods.kgfr.asked_kind import asked_kind
+from kgqa.methods.kgfr.literal_kind import fact_ends
+from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation, singular
+
+# "X located in Y", "X contained by Y", "X part of Y", "X lies in Y": the subject lies inside the object
+CONTAINMENT = re.compile(r"^(?:is )?(?:located ?in|contained ?by|containedby|part of|lies in|situated in)$")
+COUNTRY_NOUNS = frozenset({"country", "nation", "nationality"})
+
+
+def containment_relations(sg: Subgraph) -> list[int]:
+    """The subgraph's relations whose subject lies inside their object."""
+    return [i for i, label in enumerate(sg.relation_labels) if CONTAINMENT.match(readable_relation(label))]
+
+
+def asks_for_country(probe: str) -> bool:
+    """"what country was X born in", "in which nation …", "what nationality is …"."""
+    asked = asked_kind(probe)
+    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in COUNTRY_NOUNS
+
+
+def shows_kinds(sg: Subgraph) -> bool:
+    """Whether the subgraph's relations give its nodes kinds: a type relation, or Freebase property names."""
+    return bool(type_relations(sg)) or any(freebase_subject_type(label) for label in sg.relation_labels)
+
+
+def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str) -> tuple[torch.Tensor, int]:
+    """Scores where each candidate lying in an outermost place (one that lies in nothing, and is the object of some
+    fact other than containment) lifts that place to its own score and then ranks below every other candidate, and
+    how many candidates moved down; `scores` unchanged where the question asks for no country, the KG shows kinds
+    (`shows_kinds`), a topic is a place of the containment, or no candidate lies in such a place."""
+    relations = containment_relations(sg)
+    if not relations or sg.num_edges == 0 or not asks_for_country(probe) or shows_kinds(sg):
+        return scores, 0
+    subject, obj = fact_ends(sg)
+    is_containment = np.isin(np.asarray(sg.edge_type) // 2, relations)
+    inner, outer = subject[is_containment], obj[is_containment]
+    topics = np.asarray(sg.topics, dtype=np.int64)
+    if np.isin(topics, inner).any() or np.isin(topics, outer).any():
+        return scores, 0
+    outermost = np.zeros(sg.num_nodes, dtype=bool)
+    outermost[obj[~is_containment]] = True  # more than a container
+    outermost[inner] = False
+    finite = torch.isfinite(scores).numpy()
+    lifting = outermost[outer] & finite[inner] & finite[outer]
+    if not lifting.any():
+        return scores, 0
+    lifted = scores.clone()  # each outermost place takes the best score of the candidates lying in it
+    lifted.scatter_reduce_(0, torch.from_numpy(outer[lifting]), scores[torch.from_numpy(inner[lifting])], "amax")
+    demoted = np.zeros(sg.num_nodes, dtype=bool)
+    demoted[inner[lifting]] = True
+    spread = float(lifted[torch.from_numpy(finite)].max() - lifted[torch.from_numpy(finite)].min()) + 1.0
+    return torch.where(torch.from_numpy(demoted), lifted - spread, lifted), int(demoted.sum())

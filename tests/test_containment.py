@@ -1,0 +1,70 @@
+"""A country is where the containment of places ends (kgqa.methods.kgfr.containment): in a KG without
+types, a candidate lying in an outermost place hands its score to that place where the question asks
+for a country; not for other kinds, not in a KG with types, not where a continent only contains
+countries, not where the topic is a place itself. On a real embedded store's subgraphs, and once
+through KGFR's answer with the bundled checkpoint."""
+
+from __future__ import annotations
+
+import torch
+from conftest import store_from_lines, subgraph_from_lines
+
+from kgqa.methods.kgfr.containment import asks_for_country, climb_to_country, containment_relations
+
+PEOPLE = [  # the scale KG's shape: people born in cities, cities in countries, citizens of countries
+    "Ann Lee|born_in|Zenda",
+    "Ann Lee|citizen_of|Ruritania",
+    "Bob Ray|born_in|Strelsau",
+    "Bob Ray|citizen_of|Ruritania",
+    "Zenda|located_in|Graustark",
+    "Strelsau|located_in|Ruritania",
+    "University of Zenda|located_in|Zenda",  # a place inside the city: the city is no outermost place
+    "Carl Orr|citizen_of|Graustark",
+    "Graustark|capital|Zenda",
+]
+
+
+def _first(sg, scores: dict[str, float], probe: str) -> tuple[str, int]:  # type: ignore[no-untyped-def]
+    """The best candidate after the climb for `probe`, from `scores` by label (others -inf), and how many moved."""
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    tensor = torch.full((sg.num_nodes,), float("-inf"))
+    for label, score in scores.items():
+        tensor[index[label]] = score
+    climbed, moved = climb_to_country(tensor, sg, probe)
+    return sg.node_labels[int(torch.argmax(climbed))], moved
+
+
+def test_the_country_a_city_lies_in_takes_the_citys_place_where_a_country_is_asked(tmp_path):
+    sg = subgraph_from_lines(tmp_path, "people", PEOPLE, "Ann Lee")
+    assert [sg.relation_labels[i] for i in containment_relations(sg)] == ["located_in"]
+    ranked = {"Zenda": 10.0, "Ruritania": 6.0, "Graustark": 2.0, "University of Zenda": 1.0, "Bob Ray": 0.5}
+    assert _first(sg, ranked, "what country was something born in") == ("Graustark", 1)  # Zenda moves down (not its university)
+    assert _first(sg, ranked, "in which nation was something born")[0] == "Graustark"
+    assert _first(sg, ranked, "which city was something born in") == ("Zenda", 0)  # a city asked: nothing moves
+    assert _first(sg, ranked, "where was something born") == ("Zenda", 0)
+    assert asks_for_country("what nationality is the spouse of something") and not asks_for_country("what is the capital of something")
+
+
+def test_a_continent_that_only_contains_countries_is_no_country(tmp_path):
+    """Ruritania lies in Europe, which is the object of no other fact: the country stays the answer."""
+    lines = PEOPLE + ["Ruritania|located_in|Europe", "Graustark|located_in|Europe"]
+    sg = subgraph_from_lines(tmp_path, "continents", lines, "Ann Lee")
+    assert _first(sg, {"Ruritania": 10.0, "Europe": 3.0, "Zenda": 1.0}, "which country is something a citizen of") == ("Ruritania", 0)
+
+
+def test_nothing_climbs_where_the_topic_is_a_place_or_the_kg_has_types(tmp_path_factory):
+    places = subgraph_from_lines(tmp_path_factory.mktemp("places"), "places", PEOPLE, "Zenda")  # "which countries border X": X's own order
+    assert _first(places, {"Strelsau": 10.0, "Ruritania": 2.0}, "which country is near something") == ("Strelsau", 0)
+    typed = subgraph_from_lines(tmp_path_factory.mktemp("typed"), "typed", PEOPLE + ["Zenda|type|city", "Graustark|type|country"], "Ann Lee")
+    assert _first(typed, {"Zenda": 10.0, "Graustark": 2.0}, "what country was something born in") == ("Zenda", 0)
+
+
+def test_kgfr_answers_the_country_a_person_was_born_in_through_the_city(tmp_path):
+    from kgqa import Engine
+
+    with Engine(store_from_lines(tmp_path, "people", PEOPLE), "kgfr", kg="people") as engine:
+        answer = engine.ask("what country was Ann Lee born in", topics=["Ann Lee"], decline_below=0)
+        assert answer.answers[0].text == "Graustark"
+        path = answer.evidence.path_edges[0]  # the evidence: through the city (as it lies in, or is the capital of, Graustark)
+        assert (path[0]["head"], path[0]["relation"], path[0]["tail"]) == ("Ann Lee", "born_in", "Zenda") and len(path) == 2
+        assert engine.ask("which city was Ann Lee born in", topics=["Ann Lee"], decline_below=0).answers[0].text == "Zenda"
