@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 from conftest import store_from_lines, subgraph_from_lines
 
-from kgqa.methods.kgfr.containment import asks_for_country, climb_to_country, containment_relations
+from kgqa.methods.kgfr.asked_kind import asks_for_country
+from kgqa.methods.kgfr.containment import climb_to_country, containment_relations
 
 PEOPLE = [  # the scale KG's shape: people born in cities, cities in countries, citizens of countries
     "Ann Lee|born_in|Zenda",
@@ -68,3 +69,17 @@ def test_kgfr_answers_the_country_a_person_was_born_in_through_the_city(tmp_path
         path = answer.evidence.path_edges[0]  # the evidence: through the city (as it lies in, or is the capital of, Graustark)
         assert (path[0]["head"], path[0]["relation"], path[0]["tail"]) == ("Ann Lee", "born_in", "Zenda") and len(path) == 2
         assert engine.ask("which city was Ann Lee born in", topics=["Ann Lee"], decline_below=0).answers[0].text == "Zenda"
+
+
+def test_a_country_asked_past_a_named_neighbour_is_no_one_of_that_neighbours_kind(tmp_path):
+    """"In which country was the director of Kismet born": in a KG without types, the people the subgraph holds (the
+    director's kind: born somewhere, citizens of somewhere) lose as "where" makes them lose."""
+    from kgqa.methods.kgfr.answer_kind import wrong_kind
+    from kgqa.retrieval.text import TextEncoder
+
+    lines = PEOPLE + ["Kismet|directed_by|Dana Fox", "Dana Fox|born_in|Strelsau", "Dana Fox|citizen_of|Ruritania",
+                      "Kismet|release_year|1944"]
+    sg = subgraph_from_lines(tmp_path, "films", lines, "Kismet")
+    bob = list(sg.node_labels).index("Bob Ray")  # past the director (a fellow citizen), not one hop from Kismet
+    assert wrong_kind(sg, "in which country was the director of something born", TextEncoder())[bob]
+    assert not wrong_kind(sg, "in which city was the director of something born", TextEncoder())[bob]  # no place asked

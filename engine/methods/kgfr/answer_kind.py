@@ -40,7 +40,7 @@ import torch
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_direction import VERB_FLOOR, wrong_direction
-from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words, speaks_of_time, where_is_neighbour
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_country, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words, speaks_of_time, where_is_neighbour
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, literal_nodes, subjects
 from kgqa.methods.kgfr.asked_who import describes_topic, uncased, works
 from kgqa.methods.kgfr.reach import around, beyond, next_to, past
@@ -231,7 +231,8 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
     share a director with the film X"). In a KG without types a clause of the topic names one too ("the people X
     knows", "the city where X was born": `clause_neighbour`), linked by the relation its verb reads like. "Where is the
     headquarters of X" asks for the neighbour itself where its link's word is the noun's own (ROLE_MATCH_FLOOR); any
-    other "where" asks for nothing of the named one's kind (`same_kind`; with types, nothing typed like its noun)."""
+    other "where" (or "which country") asks for nothing of the named one's kind (`same_kind`; with types, nothing typed
+    like its noun, and "which country" is read by the types)."""
     mismatch = np.zeros(sg.num_nodes, dtype=bool)
     noun, verb = named_neighbour(probe), None
     clause = clause_neighbour(probe)
@@ -253,7 +254,7 @@ def _neighbour_mismatch(sg: Subgraph, asked: AskedKind, probe: str, encoder, typ
     if mismatch.any():
         named, through = np.flatnonzero(mismatch), next_to(sg, mismatch)
         mismatch |= past(sg, mismatch, through)
-        if asked.place and not types:  # "where" asks for no node of the named one's kind (no types say who is a person)
+        if (asked.place or asks_for_country(probe)) and not types:  # "where", "which country": nothing of the named one's kind
             mismatch |= same_kind(sg, named)
         elif asked.place:  # nor, in a typed KG, one typed like the named noun ("the founder of X's employer": his other firm)
             mismatch[[node for node, value in _reads_as(types, noun, encoder).items() if value >= NAMED_FLOOR]] = True

@@ -23,24 +23,17 @@ import torch
 
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.answer_kind import type_relations
-from kgqa.methods.kgfr.asked_kind import asked_kind
+from kgqa.methods.kgfr.asked_kind import asks_for_country
 from kgqa.methods.kgfr.literal_kind import fact_ends
-from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation, singular
+from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation
 
 # "X located in Y", "X contained by Y", "X part of Y", "X lies in Y": the subject lies inside the object
 CONTAINMENT = re.compile(r"^(?:is )?(?:located ?in|contained ?by|containedby|part of|lies in|situated in)$")
-COUNTRY_NOUNS = frozenset({"country", "nation", "nationality"})
 
 
 def containment_relations(sg: Subgraph) -> list[int]:
     """The subgraph's relations whose subject lies inside their object."""
     return [i for i, label in enumerate(sg.relation_labels) if CONTAINMENT.match(readable_relation(label))]
-
-
-def asks_for_country(probe: str) -> bool:
-    """"what country was X born in", "in which nation …", "what nationality is …"."""
-    asked = asked_kind(probe)
-    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in COUNTRY_NOUNS
 
 
 def shows_kinds(sg: Subgraph) -> bool:
