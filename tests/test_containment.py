@@ -1,8 +1,9 @@
-"""A country is where the containment of places ends (kgqa.methods.kgfr.containment): in a KG without
-types, a candidate lying in an outermost place hands its score to that place where the question asks
-for a country; not for other kinds, not in a KG with types, not where a continent only contains
-countries, not where the topic is a place itself. On a real embedded store's subgraphs, and once
-through KGFR's answer with the bundled checkpoint."""
+"""Places in a KG without types: a country is where the containment of places ends
+(kgqa.methods.kgfr.containment) — a candidate lying in an outermost place hands its score to that place
+where the question asks for a country; not for other kinds, not in a KG with types, not where a
+continent only contains countries, not where the topic is a place itself —, a country past a named
+neighbour is none of that neighbour's kind, and a value is no place (kgqa.methods.kgfr.value_kind). On a
+real embedded store's subgraphs, and through KGFR's answer with the bundled checkpoint."""
 
 from __future__ import annotations
 
@@ -83,3 +84,51 @@ def test_a_country_asked_past_a_named_neighbour_is_no_one_of_that_neighbours_kin
     bob = list(sg.node_labels).index("Bob Ray")  # past the director (a fellow citizen), not one hop from Kismet
     assert wrong_kind(sg, "in which country was the director of something born", TextEncoder())[bob]
     assert not wrong_kind(sg, "in which city was the director of something born", TextEncoder())[bob]  # no place asked
+
+
+WORK = PEOPLE + ["Ann Lee|works_for|Acme", "Acme|headquartered_in|Strelsau", "Ann Lee|occupation|dentist", "Acme|industry|mining"]
+
+
+def test_a_value_is_no_place(tmp_path):
+    """"In which city is Ann Lee's employer based": her occupation (a value: the object of `occupation` alone, the subject
+    of nothing) loses to the city however the scorer prefers it; asked for her occupation, nothing moves."""
+    from kgqa.methods.kgfr.value_kind import demote_values
+
+    sg = subgraph_from_lines(tmp_path, "work", WORK, "Ann Lee")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.full((sg.num_nodes,), float("-inf"))
+    for label, score in {"dentist": 10.0, "mining": 8.0, "Strelsau": 5.0, "Acme": 4.0}.items():
+        scores[index[label]] = score
+    after, moved = demote_values(scores, sg, "in which city is something's employer based")
+    assert sg.node_labels[int(torch.argmax(after))] == "Strelsau" and moved == 2
+    assert demote_values(scores, sg, "where is something's employer headquartered")[1] == 2
+    assert demote_values(scores, sg, "what is something's occupation")[1] == 0
+
+
+def test_a_node_the_subgraph_shows_only_as_a_value_is_none_where_the_store_knows_its_facts(tmp_path):
+    """Around Graustark (one hop), its capital Zenda is the object of `capital` alone; the store knows it lies in
+    Ruritania."""
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.retrieval.app import retrieve
+    from kgqa.retrieval.store_url import open_store
+    from kgqa.methods.kgfr.value_kind import values
+
+    lines = ["Graustark|capital|Zenda", "Zenda|located_in|Ruritania", "Graustark|industry|mining", "Bob Ray|citizen_of|Graustark"]
+    store = open_store(store_from_lines(tmp_path, "capitals", lines), "capitals")
+    try:
+        sg = retrieve(store, [KGNamespace("capitals").entity("Graustark")], 1, 100)
+        zenda, mining = list(sg.node_labels).index("Zenda"), list(sg.node_labels).index("mining")
+        scores = torch.zeros(sg.num_nodes)
+        assert values(sg, scores)[zenda] and values(sg, scores)[mining]
+        assert not values(sg, scores, store)[zenda] and values(sg, scores, store)[mining]
+    finally:
+        store.close()
+
+
+def test_kgfr_answers_where_an_employer_is_based_with_a_place(tmp_path):
+    from kgqa import Engine
+
+    with Engine(store_from_lines(tmp_path, "work", WORK), "kgfr", kg="work") as engine:
+        answer = engine.ask("in which city is Ann Lee's employer based", topics=["Ann Lee"], decline_below=0)
+        assert answer.answers[0].text == "Strelsau"
+        assert answer.trace.subgraph["moved"]["value_for_a_place"] == 2  # dentist, mining

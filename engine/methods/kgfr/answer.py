@@ -41,6 +41,7 @@ from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
 from kgqa.methods.kgfr.path_reader import Reading
 from kgqa.methods.kgfr.polar import link_reading, says_yes
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
+from kgqa.methods.kgfr.value_kind import demote_values
 
 
 @dataclass
@@ -198,24 +199,26 @@ class KGFRAnswerer:
         """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
         it has one (kgfr/path_reader.py), the neighbours of every topic of a question that names several
         moved first (kgfr/conjunction.py), then candidates of a kind the question does not ask for moved
-        last (kgfr/answer_kind.py), and, in a KG without kinds, a candidate lying in a country where a
-        country is asked handing its score to that country (kgfr/containment.py); and what the reader
+        last (kgfr/answer_kind.py), and, in a KG without kinds, values where a place is asked
+        (kgfr/value_kind.py) and a candidate lying in a country where a country is asked handing its
+        score to that country (kgfr/containment.py); and what the reader
         read (its groups, and how far its "no path reads it" beats the best group; None without a
         reader). Confidence and declining keep reading the model's own scores, which their calibration
         was fitted on, and that last number. `moved` gains how many candidates each rule moved
-        ("neighbours_of_every_topic" up, "wrong_kind" and "lies_in_the_country" down)."""
+        ("neighbours_of_every_topic" up; "wrong_kind", "value_for_a_place", "lies_in_the_country" down)."""
         mark = time.perf_counter()
         fused, read = scored.scores, None
         if self.scorer.reader is not None:
             check("reading")
             fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states)
         fused, favoured = favour_neighbours_of_every_topic(fused, sg)
-        demoted = contained = 0
+        demoted = valued = contained = 0
         if self.answer_kind:
             fused, demoted = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
+            fused, valued = demote_values(fused, sg, probe, self.store)
             fused, contained = climb_to_country(fused, sg, probe)
         if moved is not None:
-            moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted, lies_in_the_country=contained)
+            moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted, value_for_a_place=valued, lies_in_the_country=contained)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
         return replace(scored, scores=fused), read
