@@ -131,4 +131,46 @@ def test_kgfr_answers_where_an_employer_is_based_with_a_place(tmp_path):
     with Engine(store_from_lines(tmp_path, "work", WORK), "kgfr", kg="work") as engine:
         answer = engine.ask("in which city is Ann Lee's employer based", topics=["Ann Lee"], decline_below=0)
         assert answer.answers[0].text == "Strelsau"
-        assert answer.trace.subgraph["moved"]["value_for_a_place"] == 2  # dentist, mining
+        moved = answer.trace.subgraph["moved"]
+        assert moved["value_for_a_place"] == 2 and moved["no_place"] > 0  # dentist and mining; the firm and the people
+
+
+def test_where_a_place_is_asked_the_places_are_the_ends_of_the_containment(tmp_path):
+    """"In which city is Ann Lee's employer based": a colleague, the firm itself or her occupation is no end of a
+    `located_in` fact, and loses to the city however the scorer prefers it; a person asked for ("who works for"),
+    nothing moves; a node the subgraph shows at its last hop only through another fact is a place where the store
+    says it lies somewhere."""
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.methods.kgfr.containment import demote_non_places
+    from kgqa.retrieval.app import retrieve
+    from kgqa.retrieval.store_url import open_store
+
+    lines = WORK + ["Bob Ray|works_for|Acme"]
+    store = open_store(store_from_lines(tmp_path, "work", lines), "work")
+    try:
+        sg = retrieve(store, [KGNamespace("work").entity("Ann Lee")], 3, 100)
+        index = {label: i for i, label in enumerate(sg.node_labels)}
+        scores = torch.full((sg.num_nodes,), float("-inf"))
+        for label, score in {"Bob Ray": 10.0, "Acme": 9.0, "dentist": 8.0, "Strelsau": 5.0}.items():
+            scores[index[label]] = score
+        after, moved = demote_non_places(scores, sg, "in which city is something's employer based", store)
+        assert sg.node_labels[int(torch.argmax(after))] == "Strelsau" and moved == 3
+        assert demote_non_places(scores, sg, "who works for something's employer", store)[1] == 0
+    finally:
+        store.close()
+    lines = ["Ann Lee|works_for|Acme", "Acme|headquartered_in|Strelsau", "Strelsau|located_in|Ruritania", "Ann Lee|born_in|Zenda",
+             "Zenda|located_in|Graustark"]
+    (tmp_path / "two").mkdir()
+    store = open_store(store_from_lines(tmp_path / "two", "hops", lines), "hops")
+    try:
+        sg = retrieve(store, [KGNamespace("hops").entity("Ann Lee")], 2, 100)  # Strelsau at the last hop: no `located_in` fact here
+        index = {label: i for i, label in enumerate(sg.node_labels)}
+        scores = torch.full((sg.num_nodes,), float("-inf"))
+        for label, score in {"Strelsau": 10.0, "Acme": 9.0, "Graustark": 1.0}.items():
+            scores[index[label]] = score
+        probe = "where is something's employer based"
+        assert demote_non_places(scores, sg, probe)[1] == 2  # without the store, Strelsau seems no place
+        after, moved = demote_non_places(scores, sg, probe, store)
+        assert sg.node_labels[int(torch.argmax(after))] == "Strelsau" and moved == 1
+    finally:
+        store.close()

@@ -35,7 +35,7 @@ from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
 from kgqa.methods.kgfr.asked_kind import asks_yes_or_no, names
 from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
-from kgqa.methods.kgfr.containment import climb_to_country
+from kgqa.methods.kgfr.containment import climb_to_country, demote_non_places
 from kgqa.methods.kgfr.literal_kind import missing_number
 from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
 from kgqa.methods.kgfr.path_reader import Reading
@@ -212,13 +212,15 @@ class KGFRAnswerer:
             check("reading")
             fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states)
         fused, favoured = favour_neighbours_of_every_topic(fused, sg)
-        demoted = valued = contained = 0
+        demoted = valued = unplaced = contained = 0
         if self.answer_kind:
             fused, demoted = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
             fused, valued = demote_values(fused, sg, probe, self.store)
+            fused, unplaced = demote_non_places(fused, sg, probe, self.store)
             fused, contained = climb_to_country(fused, sg, probe)
         if moved is not None:
-            moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted, value_for_a_place=valued, lies_in_the_country=contained)
+            moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted, value_for_a_place=valued,
+                         no_place=unplaced, lies_in_the_country=contained)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
         return replace(scored, scores=fused), read

@@ -14,6 +14,7 @@ from kgqa.retrieval.relation_text import PREPOSITIONS, TOPIC_MASK, singular
 
 _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
 COUNTRY_NOUNS = frozenset({"country", "nation", "nationality"})  # asked for, each is a country
+PLACE_NOUNS = frozenset({"place", "location", "city", "town", "village", "capital", "hometown", "birthplace", "region"}) | COUNTRY_NOUNS
 QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
 _NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight", "revenue", "salary",
                  "runtime", "duration", "rating", "score", "price", "many", "much"}
@@ -115,6 +116,12 @@ def asks_for_country(probe: str) -> bool:
     """"what country was X born in", "in which nation …", "what nationality is …": a place, the country it lies in."""
     asked = asked_kind(probe)
     return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in COUNTRY_NOUNS
+
+
+def asks_for_place(probe: str) -> bool:
+    """"where …", "in which city …", "which nation …"."""
+    asked = asked_kind(probe)
+    return asked.literal == "entity" and (asked.place or (asked.noun is not None and singular(asked.noun.split()[-1]) in PLACE_NOUNS))
 
 
 def names_quantity(noun: str | None) -> bool:

@@ -1,4 +1,9 @@
-"""A country is where the containment of places ends (issue 46, part 2, for KGs without types).
+"""Places in a KG without types, read from its containment facts (issue 46, part 2).
+
+The places are the ends of its containment facts: where a place is asked ("where …", "in which city …"), a
+candidate that is none (a colleague, the firm, an occupation) ranks below every other (`demote_non_places`).
+
+A country is where the containment of places ends (`climb_to_country`).
 
 In a KG without types (the scale KG of `bench/scale_kg.py`: `born_in` a city, `located_in` a
 country), "what country was X born in" reads best as `born in`, one hop, and the city wins: nothing
@@ -9,8 +14,8 @@ than a container: the object of some other fact (people are citizens of it). A c
 that only contains places is no country: in a KG whose countries lie in continents, a country stays
 the answer.
 
-Only where the KG shows no kinds (no type relation, no Freebase property names: a KG with them is
-read by them, kgfr/answer_kind.py), and never where a topic is itself a place of the containment
+Both only where the KG shows no kinds (no type relation, no Freebase property names: a KG with them is
+read by them, kgfr/answer_kind.py); the climb never where a topic is itself a place of the containment
 ("which countries border X", "which countries lie in Europe" ask for places of the topic's own order,
 which a climb would leave)."""
 
@@ -21,13 +26,15 @@ import re
 import numpy as np
 import torch
 
+from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.answer_kind import type_relations
-from kgqa.methods.kgfr.asked_kind import asks_for_country
+from kgqa.methods.kgfr.asked_kind import asks_for_country, asks_for_place
 from kgqa.methods.kgfr.literal_kind import fact_ends
 from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation
 
 # "X located in Y", "X contained by Y", "X part of Y", "X lies in Y": the subject lies inside the object
+STORE_CHECKED = 50  # the best-scored candidates whose facts beyond the subgraph the store is asked about
 CONTAINMENT = re.compile(r"^(?:is )?(?:located ?in|contained ?by|containedby|part of|lies in|situated in)$")
 
 
@@ -68,3 +75,39 @@ def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str) -> tuple[to
     demoted[inner[lifting]] = True
     spread = float(lifted[torch.from_numpy(finite)].max() - lifted[torch.from_numpy(finite)].min()) + 1.0
     return torch.where(torch.from_numpy(demoted), lifted - spread, lifted), int(demoted.sum())
+
+
+def subject_relations_of_best(store: object, sg: Subgraph, scores: torch.Tensor, among: np.ndarray) -> dict[int, list[str]]:
+    """Of the STORE_CHECKED best-scored finite candidates `among` (a bool per node), each that is the subject of some fact
+    of the store → those facts' relation labels (one round trip; {} where the store cannot say): a node at the subgraph's
+    last hop shows only the facts that reached it."""
+    if not isinstance(store, KnowsSubjectRelations) or not among.any():
+        return {}
+    finite = torch.isfinite(scores)
+    best = [int(i) for i in torch.argsort(scores, descending=True)[:STORE_CHECKED] if finite[i] and among[int(i)]]
+    found = store.subject_relations([sg.nodes[i] for i in best]) if best else {}
+    return {i: found[sg.nodes[i]] for i in best if found.get(sg.nodes[i])}
+
+
+def demote_non_places(scores: torch.Tensor, sg: Subgraph, probe: str, store: object = None) -> tuple[torch.Tensor, int]:
+    """Where a place is asked ("where …", "which city …") in a KG without kinds that holds a containment of places, the
+    places are the ends of its containment facts: every candidate that is none (in the subgraph, nor, for the best,
+    the subject of a containment relation in the store) ranks below every other, and how many moved; unchanged where
+    no candidate is a place, or every one is."""
+    relations = containment_relations(sg)
+    if not relations or sg.num_edges == 0 or not asks_for_place(probe) or shows_kinds(sg):
+        return scores, 0
+    subject, obj = fact_ends(sg)
+    is_containment = np.isin(np.asarray(sg.edge_type) // 2, relations)
+    place = np.zeros(sg.num_nodes, dtype=bool)
+    place[subject[is_containment]] = True
+    place[obj[is_containment]] = True
+    finite = torch.isfinite(scores).numpy()
+    names = {sg.relation_labels[i] for i in relations}
+    for node, labels in subject_relations_of_best(store, sg, scores, finite & ~place).items():
+        place[node] = bool(names.intersection(labels))
+    demoted = finite & ~place
+    if not demoted.any() or not (finite & place).any():
+        return scores, 0
+    spread = float(scores[torch.from_numpy(finite)].max() - scores[torch.from_numpy(finite)].min()) + 1.0
+    return torch.where(torch.from_numpy(demoted), scores - spread, scores), int(demoted.sum())

@@ -15,26 +15,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
-from kgqa.methods.kgfr.asked_kind import COUNTRY_NOUNS, asked_kind
-from kgqa.methods.kgfr.containment import shows_kinds
+from kgqa.methods.kgfr.asked_kind import asks_for_place
+from kgqa.methods.kgfr.containment import shows_kinds, subject_relations_of_best
 from kgqa.methods.kgfr.literal_kind import fact_ends
-from kgqa.retrieval.relation_text import relation_words, singular
-
-PLACE_NOUNS = frozenset({"place", "location", "city", "town", "village", "capital", "hometown", "birthplace", "region"}) | COUNTRY_NOUNS
-STORE_CHECKED = 50  # the best-scored candidates whose facts beyond the subgraph the store is asked about
-
-
-def asks_for_place(probe: str) -> bool:
-    """"where …", "in which city …", "which nation …"."""
-    asked = asked_kind(probe)
-    return asked.literal == "entity" and (asked.place or (asked.noun is not None and singular(asked.noun.split()[-1]) in PLACE_NOUNS))
+from kgqa.retrieval.relation_text import relation_words
 
 
 def values(sg: Subgraph, scores: torch.Tensor, store: object = None) -> np.ndarray:
     """The nodes (a bool per node) that are the subject of no fact and the object only of facts of relations named
-    by a noun; of the STORE_CHECKED best-scored, those the store says are the subject of some fact are none."""
+    by a noun; of the best-scored, those the store says are the subject of some fact are none (`subject_relations_of_best`)."""
     subject, obj = fact_ends(sg)
     by_noun = np.asarray([relation_words(label)[0] == "noun" for label in sg.relation_labels], dtype=bool)
     noun_fact = by_noun[np.asarray(sg.edge_type) // 2]
@@ -43,11 +33,7 @@ def values(sg: Subgraph, scores: torch.Tensor, store: object = None) -> np.ndarr
     out[obj[~noun_fact]] = False
     out[subject] = False
     out[np.asarray(sg.topics, dtype=np.int64)] = False
-    if isinstance(store, KnowsSubjectRelations) and out.any():
-        finite = torch.isfinite(scores)
-        best = [int(i) for i in torch.argsort(scores, descending=True)[:STORE_CHECKED] if finite[i] and out[int(i)]]
-        found = store.subject_relations([sg.nodes[i] for i in best]) if best else {}
-        out[[i for i in best if found.get(sg.nodes[i])]] = False
+    out[list(subject_relations_of_best(store, sg, scores, out))] = False
     return out
 
 
