@@ -174,3 +174,24 @@ def test_where_a_place_is_asked_the_places_are_the_ends_of_the_containment(tmp_p
         assert sg.node_labels[int(torch.argmax(after))] == "Strelsau" and moved == 1
     finally:
         store.close()
+
+
+def test_what_the_subgraph_does_not_show_of_a_country_the_store_says(tmp_path):
+    """Two hops around Ann, Graustark shows only as the place Zenda lies in; the store knows its capital: a country."""
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.retrieval.app import retrieve
+    from kgqa.retrieval.store_url import open_store
+
+    lines = ["Ann Lee|born_in|Zenda", "Zenda|located_in|Graustark", "Graustark|capital|Strelsau"]
+    store = open_store(store_from_lines(tmp_path, "edge", lines), "edge")
+    try:
+        sg = retrieve(store, [KGNamespace("edge").entity("Ann Lee")], 2, 100)
+        index = {label: i for i, label in enumerate(sg.node_labels)}
+        scores = torch.full((sg.num_nodes,), float("-inf"))
+        scores[index["Zenda"]], scores[index["Graustark"]] = 10.0, 2.0
+        probe = "what country was something born in"
+        assert climb_to_country(scores, sg, probe)[1] == 0  # a container alone, as a continent would be
+        after, moved = climb_to_country(scores, sg, probe, store)
+        assert sg.node_labels[int(torch.argmax(after))] == "Graustark" and moved == 1
+    finally:
+        store.close()

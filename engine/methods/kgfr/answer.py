@@ -217,7 +217,7 @@ class KGFRAnswerer:
             fused, demoted = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
             fused, valued = demote_values(fused, sg, probe, self.store)
             fused, unplaced = demote_non_places(fused, sg, probe, self.store)
-            fused, contained = climb_to_country(fused, sg, probe)
+            fused, contained = climb_to_country(fused, sg, probe, self.store)
         if moved is not None:
             moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted, value_for_a_place=valued,
                          no_place=unplaced, lies_in_the_country=contained)

@@ -10,7 +10,7 @@ country), "what country was X born in" reads best as `born in`, one hop, and the
 tells a city from a country but the KG's own containment facts. Where the question asks for a country
 or a nation, a candidate that lies in another place ("Rusar located in Chauria") hands its score to
 that place and ranks below every other candidate, if that place lies in nothing itself and is more
-than a container: the object of some other fact (people are citizens of it). A continent or a region
+than a container: an end of some other fact (people are citizens of it, it has a capital). A continent or a region
 that only contains places is no country: in a KG whose countries lie in continents, a country stays
 the answer.
 
@@ -48,11 +48,12 @@ def shows_kinds(sg: Subgraph) -> bool:
     return bool(type_relations(sg)) or any(freebase_subject_type(label) for label in sg.relation_labels)
 
 
-def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str) -> tuple[torch.Tensor, int]:
-    """Scores where each candidate lying in an outermost place (one that lies in nothing, and is the object of some
-    fact other than containment) lifts that place to its own score and then ranks below every other candidate, and
-    how many candidates moved down; `scores` unchanged where the question asks for no country, the KG shows kinds
-    (`shows_kinds`), a topic is a place of the containment, or no candidate lies in such a place."""
+def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str, store: object = None) -> tuple[torch.Tensor, int]:
+    """Scores where each candidate lying in an outermost place (one that lies in nothing, and is an end of some fact
+    other than containment) lifts that place to its own score and then ranks below every other candidate, and how
+    many candidates moved down; `scores` unchanged where the question asks for no country, the KG shows kinds
+    (`shows_kinds`), a topic is a place of the containment, or no candidate lies in such a place. What the subgraph
+    does not show of the best places (facts beyond its last hop, or left out by its fan-out caps) the store says."""
     relations = containment_relations(sg)
     if not relations or sg.num_edges == 0 or not asks_for_country(probe) or shows_kinds(sg):
         return scores, 0
@@ -62,10 +63,18 @@ def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str) -> tuple[to
     topics = np.asarray(sg.topics, dtype=np.int64)
     if np.isin(topics, inner).any() or np.isin(topics, outer).any():
         return scores, 0
-    outermost = np.zeros(sg.num_nodes, dtype=bool)
-    outermost[obj[~is_containment]] = True  # more than a container
-    outermost[inner] = False
     finite = torch.isfinite(scores).numpy()
+    outermost = np.zeros(sg.num_nodes, dtype=bool)
+    outermost[outer] = True
+    outermost[inner] = False
+    more = np.zeros(sg.num_nodes, dtype=bool)  # more than a container
+    more[subject[~is_containment]] = True
+    more[obj[~is_containment]] = True
+    names = {sg.relation_labels[i] for i in relations}
+    for node, labels in subject_relations_of_best(store, sg, scores, outermost & finite).items():
+        outermost[node] = not names.intersection(labels)
+        more[node] = True
+    outermost &= more
     lifting = outermost[outer] & finite[inner] & finite[outer]
     if not lifting.any():
         return scores, 0
