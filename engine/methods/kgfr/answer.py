@@ -199,13 +199,13 @@ class KGFRAnswerer:
         """The scores the answer is ranked by: the model's, fused with the checkpoint's path reader where
         it has one (kgfr/path_reader.py), the neighbours of every topic of a question that names several
         moved first (kgfr/conjunction.py), then candidates of a kind the question does not ask for moved
-        last (kgfr/answer_kind.py), and, in a KG without kinds, values where a place is asked
-        (kgfr/value_kind.py) and a candidate lying in a country where a country is asked handing its
-        score to that country (kgfr/containment.py); and what the reader
-        read (its groups, and how far its "no path reads it" beats the best group; None without a
-        reader). Confidence and declining keep reading the model's own scores, which their calibration
+        last (kgfr/answer_kind.py), and, in a KG without kinds, where a place is asked, values and what is
+        no end of a containment fact moved last (kgfr/value_kind.py, kgfr/containment.py), and where a
+        country is asked, a candidate lying in one handing its score to it (kgfr/containment.py); and what
+        the reader read (its groups, and how far its "no path reads it" beats the best group; None without
+        a reader). Confidence and declining keep reading the model's own scores, which their calibration
         was fitted on, and that last number. `moved` gains how many candidates each rule moved
-        ("neighbours_of_every_topic" up; "wrong_kind", "value_for_a_place", "lies_in_the_country" down)."""
+        ("neighbours_of_every_topic" up; "wrong_kind", "value_for_a_place", "no_place", "lies_in_the_country" down)."""
         mark = time.perf_counter()
         fused, read = scored.scores, None
         if self.scorer.reader is not None:

@@ -1,23 +1,21 @@
-"""Places in a KG without types, read from its containment facts (issue 46, part 2).
+"""Places in a KG without types, read from its containment facts (`located in`, `contained by`, `part of`,
+`lies in`; issue 46, part 2). In a KG without types (the scale KG of `bench/scale_kg.py`: `born_in` a city,
+`located_in` a country), "what country was X born in" reads best as `born in`, one hop, and the city wins:
+nothing tells a city from a country, or a place from a person, but the KG's own containment facts.
 
-The places are the ends of its containment facts: where a place is asked ("where …", "in which city …"), a
-candidate that is none (a colleague, the firm, an occupation) ranks below every other (`demote_non_places`).
+- The places are the ends of the containment facts: where a place is asked ("where …", "in which city …"),
+  a candidate that is none (a colleague, the firm, an occupation) ranks below every other (`demote_non_places`).
+- A country is where the containment ends: where a country or a nation is asked, a candidate that lies in
+  another place ("Rusar located in Chauria") hands its score to that place and ranks below every other, if
+  that place lies in nothing itself and is more than a container, an end of some other fact (people are its
+  citizens, it has a capital): a continent or a region that only contains places is no country, and in a KG
+  whose countries lie in continents a country stays the answer (`climb_to_country`). Never where a topic is
+  itself a place of the containment: "which countries border X", "which countries lie in Europe" ask for
+  places of the topic's own order, which a climb would leave.
 
-A country is where the containment of places ends (`climb_to_country`).
-
-In a KG without types (the scale KG of `bench/scale_kg.py`: `born_in` a city, `located_in` a
-country), "what country was X born in" reads best as `born in`, one hop, and the city wins: nothing
-tells a city from a country but the KG's own containment facts. Where the question asks for a country
-or a nation, a candidate that lies in another place ("Rusar located in Chauria") hands its score to
-that place and ranks below every other candidate, if that place lies in nothing itself and is more
-than a container: an end of some other fact (people are citizens of it, it has a capital). A continent or a region
-that only contains places is no country: in a KG whose countries lie in continents, a country stays
-the answer.
-
-Both only where the KG shows no kinds (no type relation, no Freebase property names: a KG with them is
-read by them, kgfr/answer_kind.py); the climb never where a topic is itself a place of the containment
-("which countries border X", "which countries lie in Europe" ask for places of the topic's own order,
-which a climb would leave)."""
+Both only where the KG shows no kinds (no type relation, no Freebase property names: a KG with them is read by
+them, kgfr/answer_kind.py). A node at the subgraph's last hop shows only the facts that reached it: what the
+subgraph does not show of the best candidates, the store says (`subject_relations_of_best`)."""
 
 from __future__ import annotations
 
@@ -33,8 +31,8 @@ from kgqa.methods.kgfr.asked_kind import asks_for_country, asks_for_place
 from kgqa.methods.kgfr.literal_kind import fact_ends
 from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation
 
-# "X located in Y", "X contained by Y", "X part of Y", "X lies in Y": the subject lies inside the object
 STORE_CHECKED = 50  # the best-scored candidates whose facts beyond the subgraph the store is asked about
+# "X located in Y", "X contained by Y", "X part of Y", "X lies in Y": the subject lies inside the object
 CONTAINMENT = re.compile(r"^(?:is )?(?:located ?in|contained ?by|containedby|part of|lies in|situated in)$")
 
 
@@ -46,6 +44,13 @@ def containment_relations(sg: Subgraph) -> list[int]:
 def shows_kinds(sg: Subgraph) -> bool:
     """Whether the subgraph's relations give its nodes kinds: a type relation, or Freebase property names."""
     return bool(type_relations(sg)) or any(freebase_subject_type(label) for label in sg.relation_labels)
+
+
+def rank_last(scores: torch.Tensor, demoted: torch.Tensor) -> torch.Tensor:
+    """`scores` with every `demoted` candidate below every other finite one, their order kept among themselves."""
+    finite = torch.isfinite(scores)
+    spread = float(scores[finite].max() - scores[finite].min()) + 1.0
+    return torch.where(demoted, scores - spread, scores)
 
 
 def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str, store: object = None) -> tuple[torch.Tensor, int]:
@@ -82,8 +87,7 @@ def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str, store: obje
     lifted.scatter_reduce_(0, torch.from_numpy(outer[lifting]), scores[torch.from_numpy(inner[lifting])], "amax")
     demoted = np.zeros(sg.num_nodes, dtype=bool)
     demoted[inner[lifting]] = True
-    spread = float(lifted[torch.from_numpy(finite)].max() - lifted[torch.from_numpy(finite)].min()) + 1.0
-    return torch.where(torch.from_numpy(demoted), lifted - spread, lifted), int(demoted.sum())
+    return rank_last(lifted, torch.from_numpy(demoted)), int(demoted.sum())
 
 
 def subject_relations_of_best(store: object, sg: Subgraph, scores: torch.Tensor, among: np.ndarray) -> dict[int, list[str]]:
@@ -118,5 +122,4 @@ def demote_non_places(scores: torch.Tensor, sg: Subgraph, probe: str, store: obj
     demoted = finite & ~place
     if not demoted.any() or not (finite & place).any():
         return scores, 0
-    spread = float(scores[torch.from_numpy(finite)].max() - scores[torch.from_numpy(finite)].min()) + 1.0
-    return torch.where(torch.from_numpy(demoted), scores - spread, scores), int(demoted.sum())
+    return rank_last(scores, torch.from_numpy(demoted)), int(demoted.sum())

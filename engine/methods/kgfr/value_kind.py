@@ -6,7 +6,9 @@ industry. Asked where something is ("which nation is X's employer headquartered 
 employer based", "where is the employer of X's husband headquartered"), KGFR answered such values when the
 employee's occupation scored above the employer's city; no value is a place, so where a place is asked,
 values lose to every other candidate. A node the subgraph shows only as an object may be the subject of
-facts beyond its hops: the store is asked (one round trip) for the best candidates among them.
+facts beyond its hops: the store is asked (one round trip) for the best candidates among them. Where the KG
+holds a containment of places, `containment.demote_non_places` says more (what is no end of it is no place);
+this rule holds in a KG without one too.
 
 Only where the KG shows no kinds (`containment.shows_kinds`): a KG with types reads places by them."""
 
@@ -17,7 +19,7 @@ import torch
 
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_kind import asks_for_place
-from kgqa.methods.kgfr.containment import shows_kinds, subject_relations_of_best
+from kgqa.methods.kgfr.containment import rank_last, shows_kinds, subject_relations_of_best
 from kgqa.methods.kgfr.literal_kind import fact_ends
 from kgqa.retrieval.relation_text import relation_words
 
@@ -46,5 +48,4 @@ def demote_values(scores: torch.Tensor, sg: Subgraph, probe: str, store: object 
     demoted = torch.from_numpy(values(sg, scores, store)) & finite
     if not demoted.any() or bool((finite & ~demoted).sum() == 0):
         return scores, 0
-    spread = float(scores[finite].max() - scores[finite].min()) + 1.0
-    return torch.where(demoted, scores - spread, scores), int(demoted.sum())
+    return rank_last(scores, demoted), int(demoted.sum())
