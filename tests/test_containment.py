@@ -168,7 +168,7 @@ def test_where_a_place_is_asked_the_places_are_the_ends_of_the_containment(tmp_p
         scores = torch.full((sg.num_nodes,), float("-inf"))
         for label, score in {"Strelsau": 10.0, "Acme": 9.0, "Graustark": 1.0}.items():
             scores[index[label]] = score
-        probe = "where is something's employer based"
+        probe = "in which city is something's employer based"
         assert demote_non_places(scores, sg, probe)[1] == 2  # without the store, Strelsau seems no place
         after, moved = demote_non_places(scores, sg, probe, store)
         assert sg.node_labels[int(torch.argmax(after))] == "Strelsau" and moved == 1
@@ -195,3 +195,17 @@ def test_what_the_subgraph_does_not_show_of_a_country_the_store_says(tmp_path):
         assert sg.node_labels[int(torch.argmax(after))] == "Graustark" and moved == 1
     finally:
         store.close()
+
+
+def test_where_without_a_verb_of_place_keeps_what_is_no_place(tmp_path):
+    """"Where does Ann Lee work": the firm is no end of a containment fact, and may be what is asked; "where is ... located"
+    asks for a place."""
+    from kgqa.methods.kgfr.containment import demote_non_places
+
+    sg = subgraph_from_lines(tmp_path, "work", WORK, "Ann Lee")
+    index = {label: i for i, label in enumerate(sg.node_labels)}
+    scores = torch.full((sg.num_nodes,), float("-inf"))
+    scores[index["Acme"]], scores[index["Strelsau"]] = 10.0, 5.0
+    assert demote_non_places(scores, sg, "where does something work")[1] == 0
+    assert demote_non_places(scores, sg, "in which city does something work")[1] == 1
+    assert demote_non_places(scores, sg, "where is something's employer located")[1] == 1

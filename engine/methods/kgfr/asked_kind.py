@@ -14,6 +14,7 @@ from kgqa.retrieval.relation_text import PREPOSITIONS, TOPIC_MASK, singular
 
 _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "century", "time", "when"}
 COUNTRY_NOUNS = frozenset({"country", "nation", "nationality"})  # asked for, each is a country
+_LOCATED = re.compile(r"\b(?:located|based|headquartered|situated|born|lives?|lived|buried|died)\b")
 PLACE_NOUNS = frozenset({"place", "location", "city", "town", "village", "capital", "hometown", "birthplace", "region"}) | COUNTRY_NOUNS
 QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
 _NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight", "revenue", "salary",
@@ -118,10 +119,22 @@ def asks_for_country(probe: str) -> bool:
     return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in COUNTRY_NOUNS
 
 
-def asks_for_place(probe: str) -> bool:
-    """"where …", "in which city …", "which nation …"."""
+def names_a_place(probe: str) -> bool:
+    """"in which city …", "which nation …", "what is the hometown of …": a place by its noun; or "where" with a verb
+    of where something is ("where is X's employer located", "where was X born"), not of what it does there ("where
+    does X work" may ask for the firm)."""
     asked = asked_kind(probe)
-    return asked.literal == "entity" and (asked.place or (asked.noun is not None and singular(asked.noun.split()[-1]) in PLACE_NOUNS))
+    return _names_a_place(asked) or (asked.literal == "entity" and asked.place and _LOCATED.search(probe.lower()) is not None)
+
+
+def asks_for_place(probe: str) -> bool:
+    """`names_a_place`, or "where …"."""
+    asked = asked_kind(probe)
+    return _names_a_place(asked) or (asked.literal == "entity" and asked.place)
+
+
+def _names_a_place(asked: AskedKind) -> bool:
+    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in PLACE_NOUNS
 
 
 def names_quantity(noun: str | None) -> bool:

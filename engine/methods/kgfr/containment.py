@@ -3,8 +3,9 @@
 `located_in` a country), "what country was X born in" reads best as `born in`, one hop, and the city wins:
 nothing tells a city from a country, or a place from a person, but the KG's own containment facts.
 
-- The places are the ends of the containment facts: where a place is asked ("where …", "in which city …"),
-  a candidate that is none (a colleague, the firm, an occupation) ranks below every other (`demote_non_places`).
+- The places are the ends of the containment facts: where a place is named ("in which city …", "which nation …",
+  "where is X located", "where was X born"), a candidate that is none (a colleague, the firm, an occupation) ranks
+  below every other (`demote_non_places`; not for "where does X work": it may ask for the firm).
 - A country is where the containment ends: where a country or a nation is asked, a candidate that lies in
   another place ("Rusar located in Chauria") hands its score to that place and ranks below every other, if
   that place lies in nothing itself and is more than a container, an end of some other fact (people are its
@@ -27,7 +28,7 @@ import torch
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.answer_kind import type_relations
-from kgqa.methods.kgfr.asked_kind import asks_for_country, asks_for_place
+from kgqa.methods.kgfr.asked_kind import asks_for_country, names_a_place
 from kgqa.methods.kgfr.literal_kind import fact_ends
 from kgqa.retrieval.relation_text import freebase_subject_type, readable_relation
 
@@ -103,12 +104,12 @@ def subject_relations_of_best(store: object, sg: Subgraph, scores: torch.Tensor,
 
 
 def demote_non_places(scores: torch.Tensor, sg: Subgraph, probe: str, store: object = None) -> tuple[torch.Tensor, int]:
-    """Where a place is asked ("where …", "which city …") in a KG without kinds that holds a containment of places, the
-    places are the ends of its containment facts: every candidate that is none (in the subgraph, nor, for the best,
-    the subject of a containment relation in the store) ranks below every other, and how many moved; unchanged where
-    no candidate is a place, or every one is."""
+    """Where a place is named (`names_a_place`: "which city …", "where is X located") in a KG without kinds that holds a
+    containment of places, the places are the ends of its containment facts: every candidate that is none (in the
+    subgraph, nor, for the best, the subject of a containment relation in the store) ranks below every other, and how
+    many moved; unchanged where no candidate is a place, or every one is. Not for "where does X work": it may ask for the firm."""
     relations = containment_relations(sg)
-    if not relations or sg.num_edges == 0 or not asks_for_place(probe) or shows_kinds(sg):
+    if not relations or sg.num_edges == 0 or not names_a_place(probe) or shows_kinds(sg):
         return scores, 0
     subject, obj = fact_ends(sg)
     is_containment = np.isin(np.asarray(sg.edge_type) // 2, relations)
