@@ -209,3 +209,31 @@ def test_where_without_a_verb_of_place_keeps_what_is_no_place(tmp_path):
     assert demote_non_places(scores, sg, "where does something work")[1] == 0
     assert demote_non_places(scores, sg, "in which city does something work")[1] == 1
     assert demote_non_places(scores, sg, "where is something's employer located")[1] == 1
+
+
+def test_one_questions_place_rules_ask_the_store_once_for_each_entity(tmp_path):
+    """`SubjectRelationsOnce` over a real store: an entity asked again is answered from what the first call said,
+    an entity the store knows no facts of included."""
+    from kgqa.core.namespace import KGNamespace
+    from kgqa.methods.kgfr.containment import SubjectRelationsOnce
+    from kgqa.retrieval.store_url import open_store
+
+    store = open_store(store_from_lines(tmp_path, "once", PEOPLE), "once")
+    try:
+        calls: list[list[str]] = []
+        asked = store.subject_relations
+
+        class Counting:  # the real store, its calls written down
+            def subject_relations(self, iris):  # type: ignore[no-untyped-def]
+                calls.append(list(iris))
+                return asked(iris)
+
+        once = SubjectRelationsOnce(Counting())  # type: ignore[arg-type]
+        zenda, graustark = (KGNamespace("once").entity(name) for name in ("Zenda", "Graustark"))
+        first = once.subject_relations([zenda, graustark])
+        assert first == asked([zenda, graustark]) and "located_in" in first[zenda]
+        assert once.subject_relations([graustark, zenda]) == first and len(calls) == 1
+        ann = KGNamespace("once").entity("Ann Lee")
+        assert set(once.subject_relations([zenda, ann])) == {zenda, ann} and calls[-1] == [ann]
+    finally:
+        store.close()

@@ -27,7 +27,7 @@ from kgqa.core.events import EvidenceReady, Linked, Retrieved, emit
 from kgqa.core.control import check
 from kgqa.retrieval.linking import link_or_resolve
 from kgqa.retrieval.app import retrieve
-from kgqa.core.store import GraphStore
+from kgqa.core.store import GraphStore, KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.retrieval.text import TextEncoder
 from kgqa.methods.kgfr.absent_path import absent_reading
@@ -35,7 +35,7 @@ from kgqa.methods.kgfr.confidence import no_signal, relation_probe, signals
 from kgqa.methods.kgfr.answer_kind import demote_wrong_kind
 from kgqa.methods.kgfr.asked_kind import asks_yes_or_no, names
 from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
-from kgqa.methods.kgfr.containment import climb_to_country, demote_non_places
+from kgqa.methods.kgfr.containment import SubjectRelationsOnce, climb_to_country, demote_non_places
 from kgqa.methods.kgfr.literal_kind import missing_number
 from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
 from kgqa.methods.kgfr.path_reader import Reading
@@ -215,9 +215,10 @@ class KGFRAnswerer:
         demoted = valued = unplaced = contained = 0
         if self.answer_kind:
             fused, demoted = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
-            fused, valued = demote_values(fused, sg, probe, self.store)
-            fused, unplaced = demote_non_places(fused, sg, probe, self.store)
-            fused, contained = climb_to_country(fused, sg, probe, self.store)
+            asked_once = SubjectRelationsOnce(self.store) if isinstance(self.store, KnowsSubjectRelations) else None
+            fused, valued = demote_values(fused, sg, probe, asked_once)
+            fused, unplaced = demote_non_places(fused, sg, probe, asked_once)
+            fused, contained = climb_to_country(fused, sg, probe, asked_once)
         if moved is not None:
             moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted, value_for_a_place=valued,
                          no_place=unplaced, lies_in_the_country=contained)

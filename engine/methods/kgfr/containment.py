@@ -21,6 +21,7 @@ subgraph does not show of the best candidates, the store says (`subject_relation
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -89,6 +90,22 @@ def climb_to_country(scores: torch.Tensor, sg: Subgraph, probe: str, store: obje
     demoted = np.zeros(sg.num_nodes, dtype=bool)
     demoted[inner[lifting]] = True
     return rank_last(lifted, torch.from_numpy(demoted)), int(demoted.sum())
+
+
+class SubjectRelationsOnce:
+    """A store's `subject_relations` that asks for each entity once: one question's place rules (here and
+    kgfr/value_kind.py) share it, so the nodes two of them check cost one round trip, not two."""
+
+    def __init__(self, store: KnowsSubjectRelations):
+        self.store = store
+        self.known: dict[str, list[str]] = {}
+
+    def subject_relations(self, iris: Sequence[str]) -> dict[str, list[str]]:
+        missing = [iri for iri in dict.fromkeys(iris) if iri not in self.known]
+        if missing:
+            found = self.store.subject_relations(missing)
+            self.known.update({iri: found.get(iri, []) for iri in missing})
+        return {iri: self.known[iri] for iri in iris if self.known[iri]}
 
 
 def subject_relations_of_best(store: object, sg: Subgraph, scores: torch.Tensor, among: np.ndarray) -> dict[int, list[str]]:
