@@ -38,6 +38,7 @@ from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
 from kgqa.methods.kgfr.containment import SubjectRelationsOnce, climb_to_country, demote_non_places
 from kgqa.methods.kgfr.literal_kind import missing_number
 from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
+from kgqa.methods.kgfr.organisation_kind import demote_non_organisations
 from kgqa.methods.kgfr.path_reader import Reading
 from kgqa.methods.kgfr.polar import link_reading, says_yes
 from kgqa.methods.kgfr.scorer import KGFRScorer, Scored, edge_arrays
@@ -201,27 +202,30 @@ class KGFRAnswerer:
         moved first (kgfr/conjunction.py), then candidates of a kind the question does not ask for moved
         last (kgfr/answer_kind.py), and, in a KG without kinds, where a place is asked, values and what is
         no end of a containment fact moved last (kgfr/value_kind.py, kgfr/containment.py), and where a
-        country is asked, a candidate lying in one handing its score to it (kgfr/containment.py); and what
+        country is asked, a candidate lying in one handing its score to it (kgfr/containment.py), and where
+        an organisation is asked, values and places moved last (kgfr/organisation_kind.py); and what
         the reader read (its groups, and how far its "no path reads it" beats the best group; None without
         a reader). Confidence and declining keep reading the model's own scores, which their calibration
         was fitted on, and that last number. `moved` gains how many candidates each rule moved
-        ("neighbours_of_every_topic" up; "wrong_kind", "value_for_a_place", "no_place", "lies_in_the_country" down)."""
+        ("neighbours_of_every_topic" up; "wrong_kind", "value_for_a_place", "no_place", "lies_in_the_country",
+        "no_organisation" down)."""
         mark = time.perf_counter()
         fused, read = scored.scores, None
         if self.scorer.reader is not None:
             check("reading")
             fused, read = self.scorer.reader.fuse(scored.scores, sg, probe, self.encoder, states=scored.probe_states)
         fused, favoured = favour_neighbours_of_every_topic(fused, sg)
-        demoted = valued = unplaced = contained = 0
+        demoted = valued = unplaced = contained = unorganised = 0
         if self.answer_kind:
             fused, demoted = demote_wrong_kind(fused, sg, probe, self.encoder, self.store)
             asked_once = SubjectRelationsOnce(self.store) if isinstance(self.store, KnowsSubjectRelations) else None
             fused, valued = demote_values(fused, sg, probe, asked_once)
             fused, unplaced = demote_non_places(fused, sg, probe, asked_once)
             fused, contained = climb_to_country(fused, sg, probe, asked_once)
+            fused, unorganised = demote_non_organisations(fused, sg, probe, asked_once)
         if moved is not None:
             moved.update(neighbours_of_every_topic=favoured, wrong_kind=demoted, value_for_a_place=valued,
-                         no_place=unplaced, lies_in_the_country=contained)
+                         no_place=unplaced, lies_in_the_country=contained, no_organisation=unorganised)
         if seconds is not None:
             seconds["read"] = time.perf_counter() - mark
         return replace(scored, scores=fused), read

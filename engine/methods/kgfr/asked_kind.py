@@ -16,6 +16,7 @@ _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "cent
 COUNTRY_NOUNS = frozenset({"country", "nation", "nationality"})  # asked for, each is a country
 _LOCATED = re.compile(r"\b(?:located|based|headquartered|situated|born|lives?|lived|buried|died)\b")
 PLACE_NOUNS = frozenset({"place", "location", "city", "town", "village", "capital", "hometown", "birthplace", "region"}) | COUNTRY_NOUNS
+ORGANISATION_NOUNS = frozenset({"company", "firm", "employer", "business", "corporation", "organization", "organisation", "enterprise"})
 QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
 _NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight", "revenue", "salary",
                  "runtime", "duration", "rating", "score", "price", "many", "much"}
@@ -125,6 +126,17 @@ def names_a_place(probe: str) -> bool:
     does X work" may ask for the firm)."""
     asked = asked_kind(probe)
     return _names_a_place(asked) or (asked.literal == "entity" and asked.place and _LOCATED.search(probe.lower()) is not None)
+
+
+def says_where(words: str) -> bool:
+    """Whether words say where something is: a verb of place ("born in", "headquartered in") or a place's noun ("capital")."""
+    return _LOCATED.search(words) is not None or any(singular(word) in PLACE_NOUNS for word in words.split())
+
+
+def asks_for_organisation(probe: str) -> bool:
+    """"what company employs X", "which firms are based in …": an organisation, by its noun."""
+    asked = asked_kind(probe)
+    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in ORGANISATION_NOUNS
 
 
 def asks_for_place(probe: str) -> bool:
