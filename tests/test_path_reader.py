@@ -237,6 +237,19 @@ def test_a_walk_straight_back_to_the_topic_alone_ends(tmp_path):
     assert groups["directed by → directed → starred actors"] == {"Ronald Colman"}
 
 
+def test_a_walk_straight_back_along_a_one_to_one_relation_ends_wherever_it_returns(tmp_path):
+    """Zenda → Ruritania → its capital Strelsau → back to Ruritania: "located in → capital → capital of" is where Zenda
+    lies, under the words of "the capital of Zenda's nation", and is not read; Ruritania's other cities are (located_in is
+    no one-to-one relation)."""
+    lines = ["Zenda|located_in|Ruritania", "Strelsau|located_in|Ruritania", "Ruritania|capital|Strelsau", "Graustark|capital|Tarlenheim"]
+    sg = subgraph_from_lines(tmp_path, "capitals", lines, "Zenda")
+    groups = {verbalise(sg, seq): labels(sg, ends) for seq, ends in path_groups(sg).items()}
+    assert groups["located in → capital"] == {"Strelsau"}
+    assert not any(text.startswith("located in → capital → capital of") for text in groups)
+    assert groups["located in → is what something is located in"] == {"Strelsau"}  # the country's other cities
+    assert groups["located in → is what something is located in → located in"] == {"Ruritania"}
+
+
 def test_edges_sorted_by_head_by_radix_match_a_stable_sort():
     from kgqa.methods.kgfr.path_reader import _stable_order
 

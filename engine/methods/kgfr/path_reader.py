@@ -50,8 +50,10 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
     within reach (every fact is an edge both ways, so that is the undirected distance), and only
     sequences ending on a target are kept: on a dense 2-hop FB15k-237 subgraph (31k edges) this
     takes the cost from ~280 ms to a few. A step straight back along a relation that is one-to-one in
-    the subgraph, reaching only topics (X → X's spouse → X), ends its walk: read on, "spouse of → has
-    spouse → born in" is X's own birthplace under the words of "X's husband's birthplace". Along a
+    the subgraph ends its walk: it returns to the node it came from (X → X's spouse → X), and read on,
+    "spouse of → has spouse → born in" is X's own birthplace under the words of "X's husband's
+    birthplace"; nor is that node read again under longer words ("located in → capital → capital of"
+    is the country X lies in, which "which city is the capital of X's nation" reads best). Along a
     relation of many (a director's films), the way back to the topic alone is kept: "the genres of
     the films of X's director" holds X's own genres, MetaQA's answers too."""
     heads = np.concatenate([sg.edge_index[0], sg.edge_index[1]])
@@ -89,8 +91,8 @@ def path_groups(sg: Subgraph, max_len: int = MAX_PATH, targets: Sequence[int] | 
                                              np.logical_or.reduceat(kept, bounds).tolist() if keys.size else []):
             sequence, kind = frontier[group // kinds_count][0], group % kinds_count
             part = ends[start:stop]
-            if sequence and kind == sequence[-1] ^ 1 and is_topic[part].all() and one_to_one(kind // 2):
-                continue  # straight back to the topics alone along a one-to-one relation ("spouse of → has spouse")
+            if sequence and kind == sequence[-1] ^ 1 and one_to_one(kind // 2):
+                continue  # straight back along a one-to-one relation: where it came from ("spouse of → has spouse")
             grown.append(((*sequence, kind), part, kept[start:stop] if any_kept else None))
         frontier = [(sequence, part) for sequence, part, _ in grown[:MAX_SEQUENCES]]
         out.update((sequence, part[keep]) for sequence, part, keep in grown[:MAX_SEQUENCES] if keep is not None)
