@@ -630,6 +630,22 @@ def test_who_asks_for_someone_named_with_capitals_not_a_common_noun(tmp_path, ty
     (tmp_path / "lower").mkdir()
     lower = subgraph_from_lines(tmp_path / "lower", "lower", [line.lower() for line in lines], "ann")
     assert not wrong_kind(lower, "who employs something", TextEncoder()).any()
+    (tmp_path / "odd").mkdir()  # lower case but one odd label: no KG of names with capitals
+    odd = subgraph_from_lines(tmp_path / "odd", "odd", [line.lower() for line in lines] + ["zenda|near|Åland"], "ann")
+    assert not wrong_kind(odd, "who employs something", TextEncoder()).any()
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_which_people_asks_for_someone_named_with_capitals_as_who_does(tmp_path, typed):
+    """"Which people work at the same company as X": a colleague, not X's occupation, however the scorer prefers it;
+    asked for an occupation, the occupation stays."""
+    lines = ["Ann|works_for|Acme", "Bob|works_for|Acme", "Ann|occupation|carpenter", "Ann|born_in|Zenda"]
+    lines += ["Ann|type|person", "Bob|type|person", "carpenter|type|profession"] if typed else []
+    first = _first_of(subgraph_from_lines(tmp_path, "named", lines, "Ann"), {"carpenter": 100.0, "Bob": 50.0})
+
+    assert first("which people work at the same company as something") == "Bob"
+    assert first("what person works with something") == "Bob"
+    assert first("which occupation does something have") == "carpenter"
 
 
 def test_who_is_the_topic_reads_as_a_description_but_not_its_possessive():

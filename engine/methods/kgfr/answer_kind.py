@@ -40,7 +40,7 @@ import torch
 from kgqa.core.store import KnowsSubjectRelations
 from kgqa.core.subgraph import Subgraph
 from kgqa.methods.kgfr.asked_direction import VERB_FLOOR, wrong_direction
-from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_country, asks_for_it, beside_topic, clause_neighbour, named_neighbour, other_nouns, outer_neighbour, role_words, speaks_of_time, where_is_neighbour
+from kgqa.methods.kgfr.asked_kind import NAME_WORDS, WHO, AskedKind, asked_kind, asks_for_country, asks_for_it, beside_topic, clause_neighbour, named_neighbour, names_people, other_nouns, outer_neighbour, role_words, speaks_of_time, where_is_neighbour
 from kgqa.methods.kgfr.literal_kind import fact_ends, literal_mismatch, literal_nodes, subjects
 from kgqa.methods.kgfr.asked_who import describes_topic, uncased, works
 from kgqa.methods.kgfr.reach import around, beyond, next_to, past
@@ -365,6 +365,8 @@ def wrong_kind(sg: Subgraph, probe: str, encoder, subject_relations: SubjectRela
     elif asked.literal == "entity" and asked.noun is None and WHO.search(probe.lower()):
         mismatch |= works(sg) if not node_types(sg)[0] else mismatch
         mismatch |= uncased(sg) if not describes_topic(probe) else mismatch  # a common noun is no one (kgfr/asked_who.py)
+    if names_people(asked):  # "which people …" asks for someone, as "who" does
+        mismatch |= uncased(sg)
     if asked.literal == "entity" and not speaks_of_time(probe):  # born the same year as X is no tie to X
         mismatch |= ~around(sg, np.asarray([k in ("time", "number") for k in literal_nodes(sg)], dtype=bool), sg.hops)
     if encoder is not None:

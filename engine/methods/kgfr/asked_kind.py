@@ -16,6 +16,7 @@ _TIME_WORDS = {"year", "years", "date", "dates", "day", "month", "decade", "cent
 COUNTRY_NOUNS = frozenset({"country", "nation", "nationality"})  # asked for, each is a country
 _LOCATED = re.compile(r"\b(?:located|based|headquartered|situated|born|lives?|lived|buried|died)\b")
 PLACE_NOUNS = frozenset({"place", "location", "city", "town", "village", "capital", "hometown", "birthplace", "region"}) | COUNTRY_NOUNS
+PERSON_NOUNS = frozenset({"person", "people", "individual", "man", "woman", "men", "women", "human", "someone"})
 ORGANISATION_NOUNS = frozenset({"company", "firm", "employer", "business", "corporation", "organization", "organisation", "enterprise"})
 QUANTITIES = {"population", "height", "budget", "revenue", "weight", "runtime", "price", "salary", "length"}  # never an entity's name
 _NUMBER_WORDS = {"number", "amount", "population", "height", "length", "age", "count", "size", "area", "budget", "weight", "revenue", "salary",
@@ -131,6 +132,11 @@ def names_a_place(probe: str) -> bool:
 def says_where(words: str) -> bool:
     """Whether words say where something is: a verb of place ("born in", "headquartered in") or a place's noun ("capital")."""
     return _LOCATED.search(words) is not None or any(singular(word) in PLACE_NOUNS for word in words.split())
+
+
+def names_people(asked: AskedKind) -> bool:
+    """"which people work at …", "what person directed …": someone, by the noun for anyone."""
+    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in PERSON_NOUNS
 
 
 def asks_for_organisation(probe: str) -> bool:
