@@ -9,7 +9,8 @@ goes from the candidate: read here from the topic, as the question is). Each ans
 (kgfr/confidence.py); below the checkpoint's calibrated threshold the answer is declined and the
 candidates stay as the closest evidence. A question asked yes or no is answered "yes" where a fact links the two
 entities it names by the relation it names (kgfr/polar.py), and declined otherwise ("was X nominated for an
-oscar"), unless it names its best candidate (MetaQA's "is X considered good": the tag "good").
+oscar"), unless it names its best candidate (MetaQA's "is X considered good": the tag "good"). In a KG without types,
+a question that asks for someone and whose scorer reads no one best (a place, a common noun) is declined (kgfr/no_one.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kgqa.methods.kgfr.asked_kind import asks_yes_or_no, names
 from kgqa.methods.kgfr.conjunction import favour_neighbours_of_every_topic
 from kgqa.methods.kgfr.containment import SubjectRelationsOnce, climb_to_country, demote_non_places
 from kgqa.methods.kgfr.literal_kind import missing_number
+from kgqa.methods.kgfr.no_one import reads_no_one
 from kgqa.methods.kgfr.evidence_paths import Walker, path_in, shortest_tree
 from kgqa.methods.kgfr.organisation_kind import demote_non_organisations
 from kgqa.methods.kgfr.path_reader import Reading
@@ -170,6 +172,10 @@ class KGFRAnswerer:
             declined = "the subgraph around the topic entities holds nothing else to answer with"
         elif self.answer_kind and self.decline_below > 0 and missing_number(sg, probe):
             declined = f"the question asks for a number and the subgraph around the topic entities holds none (closest: {candidates[0].label})"
+            answers = []
+        elif self.answer_kind and self.decline_below > 0 and (read_as := reads_no_one(sg, scored.scores, probe)) is not None:
+            closest = f"; closest: {candidates[0].label}" if candidates[0].label != read_as else ""
+            declined = f"the question asks for someone, and the KG's facts read it best as no one (“{read_as}”{closest})"
             answers = []
         elif self.decline_below > 0 and polar and not names(question, candidates[0].label):  # "is X considered good": "good"
             said = f"; the KG links them by “{link.relation}”, which the question does not read like" if link is not None else ""
