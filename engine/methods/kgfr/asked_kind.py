@@ -117,8 +117,7 @@ def asked_kind(probe: str) -> AskedKind:
 
 def asks_for_country(probe: str) -> bool:
     """"what country was X born in", "in which nation …", "what nationality is …": a place, the country it lies in."""
-    asked = asked_kind(probe)
-    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in COUNTRY_NOUNS
+    return _asked_by(asked_kind(probe), COUNTRY_NOUNS)
 
 
 def names_a_place(probe: str) -> bool:
@@ -126,7 +125,7 @@ def names_a_place(probe: str) -> bool:
     of where something is ("where is X's employer located", "where was X born"), not of what it does there ("where
     does X work" may ask for the firm)."""
     asked = asked_kind(probe)
-    return _names_a_place(asked) or (asked.literal == "entity" and asked.place and _LOCATED.search(probe.lower()) is not None)
+    return _asked_by(asked, PLACE_NOUNS) or (asked.literal == "entity" and asked.place and _LOCATED.search(probe.lower()) is not None)
 
 
 def says_where(words: str) -> bool:
@@ -136,23 +135,23 @@ def says_where(words: str) -> bool:
 
 def names_people(asked: AskedKind) -> bool:
     """"which people work at …", "what person directed …": someone, by the noun for anyone."""
-    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in PERSON_NOUNS
+    return _asked_by(asked, PERSON_NOUNS)
 
 
 def asks_for_organisation(probe: str) -> bool:
     """"what company employs X", "which firms are based in …": an organisation, by its noun."""
-    asked = asked_kind(probe)
-    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in ORGANISATION_NOUNS
+    return _asked_by(asked_kind(probe), ORGANISATION_NOUNS)
 
 
 def asks_for_place(probe: str) -> bool:
     """`names_a_place`, or "where …"."""
     asked = asked_kind(probe)
-    return _names_a_place(asked) or (asked.literal == "entity" and asked.place)
+    return _asked_by(asked, PLACE_NOUNS) or (asked.literal == "entity" and asked.place)
 
 
-def _names_a_place(asked: AskedKind) -> bool:
-    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in PLACE_NOUNS
+def _asked_by(asked: AskedKind, nouns: frozenset[str]) -> bool:
+    """Whether an entity is asked for by one of `nouns` (the head of the asked noun, in the singular: "which nations" → nation)."""
+    return asked.literal == "entity" and asked.noun is not None and singular(asked.noun.split()[-1]) in nouns
 
 
 def names_quantity(noun: str | None) -> bool:

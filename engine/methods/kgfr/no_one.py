@@ -47,5 +47,5 @@ def reads_no_one(sg: Subgraph, scores: torch.Tensor, probe: str) -> str | None:
     without kinds; None otherwise. `scores`: the scorer's own, before any rule moved a candidate."""
     if sg.num_edges == 0 or not torch.isfinite(scores).any() or not asks_for_someone(probe) or shows_kinds(sg):
         return None
-    best = int(torch.argmax(torch.where(torch.isfinite(scores), scores, torch.tensor(float("-inf")))))
+    best = int(torch.argmax(scores))  # candidates out of the running score −inf
     return sg.node_labels[best] if no_one(sg)[best] else None
